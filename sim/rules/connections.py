@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from sim.rules.sizes import VALID_CU
+
 #: spec.md's table for fixed sizes; 9 to 38 CU all give 4000.
 MAX_CONNECTIONS_TABLE: dict[float, int] = {
     0.25: 112,
@@ -37,7 +39,7 @@ def max_connections_fixed(cu: float) -> int:
     cu = float(cu)
     if cu in MAX_CONNECTIONS_TABLE:
         return MAX_CONNECTIONS_TABLE[cu]
-    if cu >= 9:
+    if cu >= 9 and cu in VALID_CU:
         return MAX_CONNECTIONS_CAP
     raise ValueError(f"{cu:g} CU is not a valid size")
 
@@ -48,7 +50,8 @@ def max_connections(
     """max_connections of a compute; for autoscaling, taken from one end of the range."""
     if min_cu == max_cu:
         return max_connections_fixed(min_cu)
-    return max_connections_fixed(max_cu if rule is AutoscalingConnections.MAX else min_cu)
+    use_max = AutoscalingConnections(rule) is AutoscalingConnections.MAX
+    return max_connections_fixed(max_cu if use_max else min_cu)
 
 
 def default_pool_size(max_conn: int, share: float = DEFAULT_POOL_SHARE) -> int:

@@ -1,0 +1,365 @@
+"""The control plane: projects, branches, computes and operations on one SimPy clock.
+
+The scenario runner, the HTTP layer and the property tests all drive this one
+object; its verbs are named after the API actions. Compute verbs live in
+`computes.py`, time-driven behaviour in `lifecycle.py`; this module holds the
+state, projects, branches and operations.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import simpy
+
+from sim.engine.clock import DEFAULT_START, Clock, to_us
+from sim.engine.computes import ComputeVerbs, validate_spec
+from sim.engine.config import EngineConfig
+from sim.engine.executor import Executor, Hook
+from sim.engine.ids import IdFactory
+from sim.engine.lifecycle import Lifecycle, is_on
+from sim.engine.model import Branch, Compute, Operation, Project
+from sim.engine.records import ComputeRow, OperationRow, Recorder, RunResult
+from sim.engine.streams import Streams
+from sim.rules.errors import conflict, invalid, not_found
+from sim.rules.operations import Action
+from sim.rules.sizes import Plan
+from sim.rules.states import OperationStatus
+
+MAX_LIST_LIMIT = 1000
+NAME_MAX = 256
+
+
+@dataclass
+class Created:
+    """What a create verb made: the response of the real API lists all of it."""
+
+    project: Project
+    branch: Branch
+    computes: list[Compute] = field(default_factory=list)
+    operations: list[Operation] = field(default_factory=list)
+
+
+def _check_name(field_name: str, name: Any) -> None:
+    if not isinstance(name, str) or not 1 <= len(name) <= NAME_MAX:
+        raise invalid(field_name, f"must be a string of 1 to {NAME_MAX} characters")
+
+
+class ControlPlane(ComputeVerbs, Lifecycle):
+    def __init__(
+        self,
+        config: EngineConfig | None = None,
+        *,
+        seed: int = 0,
+        start: datetime = DEFAULT_START,
+        region_id: str = "aws-us-east-2",
+        plan: Plan = Plan.LAUNCH,
+    ):
+        self.config = config or EngineConfig()
+        self.seed = seed
+        self.env = simpy.Environment()
+        self.clock = Clock(start)
+        self.streams = Streams(seed)
+        self.ids = IdFactory(set())
+        self.executor = Executor(self.env, self.config, self.streams)
+        self.recorder = Recorder()
+        self.region_id = region_id
+        self.plan = Plan(plan)
+        self.release = "release-0"
+        self.projects: dict[str, Project] = {}
+        self.branches: dict[str, Branch] = {}
+        self.computes: dict[str, Compute] = {}
+        self.operations: dict[str, Operation] = {}
+        self._unnamed_projects = 0
+
+    # -- time ----------------------------------------------------------------
+    @property
+    def now(self) -> float:
+        return self.env.now
+
+    def run_until(self, t: float) -> None:
+        if t > self.env.now:
+            self.env.run(until=t)
+
+    def advance(self, seconds: float) -> None:
+        if not (isinstance(seconds, (int, float)) and seconds >= 0):
+            raise invalid("seconds", "must be a number >= 0")
+        self.run_until(self.env.now + seconds)
+
+    def publish_release(self, version: str) -> None:
+        """A compute release: computes pick it up at their next start."""
+        self.release = version
+
+    # -- streams and operations ---------------------------------------------
+    def id_stream(self, project: Project) -> np.random.Generator:
+        return self.streams.get(f"ids/{project.key}")
+
+    @staticmethod
+    def project_lane(project: Project) -> str:
+        return f"storage/{project.id}"
+
+    def new_operation(self, project: Project, action: Action, branch_id: str | None,
+                      endpoint_id: str | None) -> Operation:
+        # created_at is unique within a project (bumped by a microsecond on ties),
+        # so the pagination cursor never skips or repeats an operation
+        us = max(to_us(self.env.now), project.last_op_us + 1)
+        project.last_op_us = us
+        op = Operation(
+            id=self.ids.operation(self.id_stream(project)), project_id=project.id,
+            branch_id=branch_id, endpoint_id=endpoint_id, action=action.value,
+            status=OperationStatus.SCHEDULING.value, created_us=us, updated_at=self.env.now,
+        )
+        project.operations.append(op)
+        self.operations[op.id] = op
+        return op
+
+    def submit_project_op(self, project: Project, action: Action, branch_id: str | None, *,
+                          on_start: Hook | None = None, on_finish: Hook | None = None,
+                          ) -> Operation:
+        op = self.new_operation(project, action, branch_id, None)
+        return self.executor.submit(op, self.project_lane(project), f"ops/{project.key}",
+                                    on_start=on_start, on_finish=on_finish)
+
+    def submit_compute_op(self, c: Compute, action: Action, *, after=(),
+                          on_start: Hook | None = None, on_finish: Hook | None = None,
+                          ) -> Operation:
+        project = self.projects[c.project_id]
+        op = self.new_operation(project, action, c.branch_id, c.id)
+
+        def finished(done: Operation) -> None:
+            if on_finish is not None:
+                on_finish(done)
+            if c.runtime is not None:
+                c.runtime.arm()  # the lane is free again: the countdown may resume
+
+        return self.executor.submit(op, c.id, f"ops/{project.key}", after=after,
+                                    on_start=on_start, on_finish=finished)
+
+    # -- projects ------------------------------------------------------------
+    def get_project(self, project_id: str) -> Project:
+        project = self.projects.get(project_id)
+        if project is None or project.deleted_at is not None:
+            raise not_found("project", project_id, "project_id")
+        return project
+
+    def list_projects(self) -> list[Project]:
+        return [p for p in self.projects.values() if p.deleted_at is None]
+
+    def create_project(
+        self, name: str | None = None, *, key: str | None = None, region_id: str | None = None,
+        plan: Plan | str | None = None, owner_id: str = "user-1", org_id: str | None = None,
+        history_retention_seconds: int = 86_400, branch_name: str = "main",
+        default_endpoint: dict[str, Any] | None = None,
+    ) -> Created:
+        """A project with its default branch and read_write compute (create_timeline, start)."""
+        if name is not None:
+            _check_name("project.name", name)
+        try:
+            plan = Plan(plan or self.plan)
+        except ValueError:
+            raise invalid("project.plan", f"must be one of {[p.value for p in Plan]}") from None
+        _check_retention(history_retention_seconds)
+        spec = validate_spec(plan, dict(default_endpoint or {}), "project.default_endpoint_settings.")
+        now = self.env.now
+        if key is None:
+            self._unnamed_projects += 1
+            key = f"api-{self._unnamed_projects}"
+        project = Project(
+            id="", name=name or "", key=key, region_id=region_id or self.region_id, plan=plan,
+            created_at=now, updated_at=now, owner_id=owner_id, org_id=org_id,
+            history_retention_seconds=history_retention_seconds,
+        )
+        project.id = self.ids.project(self.id_stream(project))
+        project.name = project.name or project.id
+        self.projects[project.id] = project
+        timeline = self.submit_project_op(project, Action.CREATE_TIMELINE, None)
+        branch = self._add_branch(project, branch_name, None, default=True)
+        timeline.branch_id = branch.id
+        created = Created(project, branch, operations=[timeline])
+        compute, ops = self.build_compute(project, branch, spec, key=f"{key}.{branch_name}.0")
+        created.computes.append(compute)
+        created.operations += ops
+        return created
+
+    def update_project(self, project_id: str, *, name: str | None = None,
+                       history_retention_seconds: int | None = None) -> tuple[Project, list]:
+        project = self.get_project(project_id)
+        if name is not None:
+            _check_name("project.name", name)
+        if history_retention_seconds is not None:
+            _check_retention(history_retention_seconds)
+        ops = []
+        if name is not None:
+            project.name = name
+        if (history_retention_seconds is not None
+                and history_retention_seconds != project.history_retention_seconds):
+            project.history_retention_seconds = history_retention_seconds
+            ops.append(self.submit_project_op(project, Action.APPLY_STORAGE_CONFIG,
+                                              project.default_branch_id))
+        project.updated_at = self.env.now
+        return project, ops
+
+    def delete_project(self, project_id: str) -> tuple[Project, list[Operation]]:
+        project = self.get_project(project_id)
+        for branch_id in list(project.branches):
+            for compute_id in list(self.branches[branch_id].computes):
+                self.remove_compute(self.computes[compute_id])
+            self.branches[branch_id].deleted_at = self.env.now
+        op = self.submit_project_op(project, Action.DELETE_TENANT, project.default_branch_id)
+        project.deleted_at = self.env.now
+        return project, [op]
+
+    def attach_storage(self, project_id: str) -> Operation:
+        """A project's storage moved to another node (README, assumptions)."""
+        return self.submit_project_op(self.get_project(project_id), Action.TENANT_ATTACH,
+                                      self.get_project(project_id).default_branch_id)
+
+    # -- branches --------------------------------------------------------------
+    def get_branch(self, project_id: str, branch_id: str, field: str = "branch_id") -> Branch:
+        project = self.get_project(project_id)
+        branch = self.branches.get(branch_id)
+        if branch is None or branch.deleted_at is not None or branch.project_id != project.id:
+            raise not_found("branch", branch_id, field)
+        return branch
+
+    def list_branches(self, project_id: str) -> list[Branch]:
+        return [self.branches[b] for b in self.get_project(project_id).branches]
+
+    def _add_branch(self, project: Project, name: str, parent_id: str | None,
+                    default: bool = False) -> Branch:
+        now = self.env.now
+        branch = Branch(id=self.ids.branch(self.id_stream(project)), project_id=project.id,
+                        name=name, parent_id=parent_id, created_at=now, updated_at=now,
+                        default=default)
+        self.branches[branch.id] = branch
+        project.branches.append(branch.id)
+        if default:
+            project.default_branch_id = branch.id
+        return branch
+
+    def create_branch(
+        self, project_id: str, name: str | None = None, parent_id: str | None = None,
+        endpoints: list[dict[str, Any]] | None = None, *, key: str | None = None,
+    ) -> Created:
+        project = self.get_project(project_id)
+        if name is not None:
+            _check_name("branch.name", name)
+            if any(self.branches[b].name == name for b in project.branches):
+                raise conflict("branch.name", f"project already has a branch named {name!r}")
+        parent = self.get_branch(project_id, parent_id or project.default_branch_id,
+                                 field="branch.parent_id")
+        specs = [validate_spec(project.plan, dict(e), f"endpoints[{i}].")
+                 for i, e in enumerate(endpoints or [])]
+        if sum(s.type == "read_write" for s in specs) > 1:
+            raise conflict("endpoints", "a branch has at most one read_write compute")
+        op_name = name or f"br-{len(project.branches)}"
+        branch = self._add_branch(project, op_name, parent.id)
+        if name is None:
+            branch.name = branch.id
+        op = self.submit_project_op(project, Action.CREATE_BRANCH, branch.id)
+        created = Created(project, branch, operations=[op])
+        for i, spec in enumerate(specs):
+            compute, ops = self.build_compute(
+                project, branch, spec, key=f"{key or project.key + '.' + branch.id}.{i}")
+            created.computes.append(compute)
+            created.operations += ops
+        if not specs:
+            self.branch_went_quiet(branch)
+        return created
+
+    def delete_branch(self, project_id: str, branch_id: str) -> tuple[Branch, list[Operation]]:
+        branch = self.get_branch(project_id, branch_id)
+        project = self.projects[project_id]
+        if branch.default:
+            raise conflict("branch_id", "the default branch cannot be deleted")
+        children = [b for b in project.branches if self.branches[b].parent_id == branch.id
+                    and self.branches[b].deleted_at is None]
+        if children:
+            raise conflict("branch_id", f"branch has child branches ({children[0]})")
+        for compute_id in branch.computes:
+            self._check_unlocked(self.computes[compute_id])
+        ops: list[Operation] = []
+        for compute_id in list(branch.computes):
+            ops += self.remove_compute(self.computes[compute_id])
+        branch.deleted_at = self.env.now
+        project.branches.remove(branch.id)
+        return branch, ops
+
+    # -- operations --------------------------------------------------------------
+    def get_operation(self, project_id: str, operation_id: str) -> Operation:
+        self.get_project(project_id)
+        op = self.operations.get(operation_id)
+        if op is None or op.project_id != project_id:
+            raise not_found("operation", operation_id, "operation_id")
+        return op
+
+    def list_operations(
+        self, project_id: str, limit: int = 10, cursor: str | None = None
+    ) -> tuple[list[Operation], str | None]:
+        """Newest first. The cursor is the created_at of the last item returned;
+        the next page holds the operations created before it. A bisect, not a scan."""
+        project = self.get_project(project_id)
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIST_LIMIT:
+            raise invalid("limit", f"must be an integer 1..{MAX_LIST_LIMIT}")
+        ops = project.operations
+        end = len(ops)
+        if cursor:
+            try:
+                before = self.clock.parse_us(cursor)
+            except ValueError:
+                raise invalid("cursor", "must be a timestamp returned by a previous page") from None
+            end = bisect.bisect_left(ops, before, key=lambda o: o.created_us)
+        page = ops[max(0, end - limit):end][::-1]
+        next_cursor = self.clock.iso_us(page[-1].created_us) if page else cursor
+        return page, next_cursor
+
+    # -- results -------------------------------------------------------------------
+    def finish(self) -> None:
+        """Close every open state interval at the current time (end of a run)."""
+        for c in self.computes.values():
+            if not c.deleted and c.runtime is not None:
+                c.runtime.close_interval(self.env.now)
+
+    def result(self, name: str, duration_s: float, price_per_cu_hour: float,
+               assumptions: dict[str, str] | None = None) -> RunResult:
+        self.finish()
+        projects = self.projects
+        rows = []
+        for c in self.computes.values():
+            s = c.stats
+            branch = self.branches[c.branch_id]
+            rows.append(ComputeRow(
+                c.id, c.project_id, projects[c.project_id].name, c.branch_id, branch.name,
+                c.type, c.autoscaling_limit_min_cu, c.autoscaling_limit_max_cu,
+                c.suspend_timeout_seconds, c.pooler_enabled,
+                c.max_connections(self.config.autoscaling_connections), s.sessions, s.refused,
+                s.queued, s.queue_timeouts, s.queue_wait_s, s.disk_full, s.dropped,
+                s.cold_starts, s.restarts, s.suspends, s.peak_connections, s.active_s, s.cu_s,
+                c.created_at, c.deleted_at,
+            ))
+        ops = [
+            OperationRow(o.id, o.project_id, o.branch_id, o.endpoint_id, o.action, o.status,
+                         o.failures_count, o.created_at, o.updated_at, o.total_duration_ms,
+                         o.error)
+            for p in projects.values() for o in p.operations
+        ]
+        rec = self.recorder
+        return RunResult(
+            name=name, seed=self.seed, start_iso=self.clock.iso(0.0) or "",
+            duration_s=duration_s, price_per_cu_hour=price_per_cu_hour, computes=rows,
+            operations=ops, intervals=list(rec.intervals), connections=list(rec.connections),
+            wakes=list(rec.wakes), assumptions=dict(assumptions or {}),
+        )
+
+    def any_on(self, project: Project) -> bool:
+        return any(is_on(self.computes[i]) for b in project.branches
+                   for i in self.branches[b].computes)
+
+
+def _check_retention(value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 30 * 86_400:
+        raise invalid("project.history_retention_seconds", "must be an integer 0..2592000")

@@ -1,0 +1,74 @@
+"""Identifiers shaped like the real service's, drawn from seeded streams.
+
+Projects look like `shy-river-12345678`, branches `br-...`, computes `ep-...`
+(spec.md: a compute id always starts with `ep-`), operations are UUIDs. Every
+id ever issued is remembered, so a compute created after a deletion always
+gets different connection details (spec.md, compute changes #6).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+
+ADJECTIVES = (
+    "autumn", "billowing", "bitter", "black", "blue", "bold", "broad", "calm", "cold", "cool",
+    "crimson", "curly", "damp", "dark", "dawn", "delicate", "divine", "dry", "empty", "falling",
+    "fancy", "flat", "floral", "fragrant", "frosty", "gentle", "green", "hidden", "holy", "icy",
+    "jolly", "late", "lingering", "little", "lively", "long", "lucky", "misty", "morning", "muddy",
+    "nameless", "noisy", "odd", "old", "orange", "patient", "plain", "polished", "proud", "purple",
+    "quiet", "rapid", "raspy", "red", "restless", "rough", "round", "royal", "shiny", "shrill",
+    "shy", "silent", "small", "snowy", "soft", "solitary", "sparkling", "spring", "square",
+    "steep", "still", "summer", "super", "sweet", "throbbing", "tight", "tiny", "twilight",
+    "wandering", "weathered", "white", "wild", "winter", "wispy", "withered", "yellow", "young",
+)
+NOUNS = (
+    "art", "band", "bar", "base", "bird", "block", "boat", "bonus", "bread", "breeze", "brook",
+    "bush", "butterfly", "cake", "cell", "cherry", "cloud", "credit", "darkness", "dawn", "dew",
+    "disk", "dream", "dust", "feather", "field", "fire", "firefly", "flower", "fog", "forest",
+    "frog", "frost", "glade", "glitter", "grass", "hall", "hat", "haze", "heart", "hill", "king",
+    "lab", "lake", "leaf", "limit", "math", "meadow", "mode", "moon", "morning", "mountain",
+    "mouse", "mud", "night", "paper", "pine", "poetry", "pond", "queen", "rain", "recipe",
+    "resonance", "rice", "river", "salad", "scene", "sea", "shadow", "shape", "silence", "sky",
+    "smoke", "snow", "snowflake", "sound", "star", "sun", "sunset", "surf", "term", "thunder",
+    "tooth", "tree", "truth", "union", "unit", "violet", "voice", "water", "waterfall", "wave",
+    "wildflower", "wind", "wood",
+)
+_ALNUM = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)
+
+
+class IdFactory:
+    """Draws ids from a seeded stream; refuses to ever hand out the same id twice."""
+
+    def __init__(self, issued: set[str]):
+        self._issued = issued  # shared by every factory of one control plane
+
+    def _words(self, rng: np.random.Generator) -> str:
+        return f"{ADJECTIVES[rng.integers(len(ADJECTIVES))]}-{NOUNS[rng.integers(len(NOUNS))]}"
+
+    def _suffix(self, rng: np.random.Generator, n: int = 8) -> str:
+        return _ALNUM[rng.integers(0, len(_ALNUM), n)].tobytes().decode()
+
+    def _unique(self, make) -> str:
+        while True:
+            ident = make()
+            if ident not in self._issued:
+                self._issued.add(ident)
+                return ident
+
+    def project(self, rng: np.random.Generator) -> str:
+        return self._unique(lambda: f"{self._words(rng)}-{rng.integers(10**7, 10**8)}")
+
+    def branch(self, rng: np.random.Generator) -> str:
+        return self._unique(lambda: f"br-{self._words(rng)}-{self._suffix(rng)}")
+
+    def compute(self, rng: np.random.Generator) -> str:
+        return self._unique(lambda: f"ep-{self._words(rng)}-{self._suffix(rng)}")
+
+    def operation(self, rng: np.random.Generator) -> str:
+        return self._unique(lambda: str(uuid.UUID(bytes=rng.bytes(16), version=4)))
+
+    def opaque(self, rng: np.random.Generator, prefix: str, n: int = 24) -> str:
+        """Keys and secrets (auth integrations); unique like every other id."""
+        return self._unique(lambda: f"{prefix}{self._suffix(rng, n)}")

@@ -1,0 +1,192 @@
+"""Time-driven life of computes and storage: waking, suspending, detaching, archiving.
+
+These are the behaviours behind spec.md's operation actions start_compute,
+suspend_compute, tenant_detach, tenant_reattach, timeline_archive,
+timeline_unarchive and check_availability. Each action is produced here by
+the behaviour its row of spec.md describes, and nowhere else.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sim.engine.model import Branch, Compute, Operation, Project
+from sim.engine.records import WakeRecord
+from sim.rules.operations import Action
+from sim.rules.states import ComputeState
+
+if TYPE_CHECKING:
+    from sim.engine.control_plane import ControlPlane
+
+ACTIVE = ComputeState.ACTIVE.value
+IDLE = ComputeState.IDLE.value
+INIT = ComputeState.INIT.value
+
+
+def is_on(c: Compute) -> bool:
+    """On, or on its way: what keeps a project attached and a branch unarchived."""
+    return not c.deleted and (c.current_state != IDLE or c.pending_state == ACTIVE)
+
+
+class Lifecycle:
+    # -- waking --------------------------------------------------------------
+    def wake(self: ControlPlane, c: Compute, cause: str) -> list[Operation]:
+        """Start a compute: reattach its project and unarchive its branch first if needed."""
+        if c.pending_state == ACTIVE or c.deleted:
+            return []
+        project = self.projects[c.project_id]
+        branch = self.branches[c.branch_id]
+        lane = self.project_lane(project)
+        ops: list[Operation] = []
+        if project.detached:
+            ops.append(self.submit_project_op(project, Action.TENANT_REATTACH, branch.id,
+                                              on_finish=lambda _op: self._reattached(project)))
+        if branch.archived:
+            ops.append(self.submit_project_op(project, Action.TIMELINE_UNARCHIVE, branch.id,
+                                              on_finish=lambda _op: self._unarchived(branch)))
+        c.pending_state = ACTIVE
+        project.idle_since = None
+        branch.idle_since = None
+        rt = c.runtime
+        assert rt is not None
+        rt.wake_at = self.env.now
+        rt.wake_cause = cause
+        ops.append(self.submit_compute_op(
+            c, Action.START_COMPUTE, after=self.executor.pending(lane),
+            on_start=lambda _op: self._starting(c), on_finish=lambda _op: self._started(c),
+        ))
+        return ops
+
+    def _starting(self: ControlPlane, c: Compute) -> None:
+        c.pending_state = ACTIVE
+
+    def _started(self: ControlPlane, c: Compute) -> None:
+        if c.deleted:
+            return
+        now = self.env.now
+        rt = c.runtime
+        assert rt is not None
+        c.current_state = ACTIVE
+        c.pending_state = None
+        c.cu = c.autoscaling_limit_min_cu
+        c.release = self.release  # a compute picks up the current release when it starts
+        c.updated_at = now
+        rt.note_state()
+        cause = rt.wake_cause
+        if cause != "create":
+            c.stats.cold_starts += 1
+        wake_at = rt.wake_at if rt.wake_at is not None else now
+        self.recorder.wakes.append(WakeRecord(c.id, c.project_id, wake_at, cause, now - wake_at))
+        rt.wake_at = None
+        rt.activated()
+
+    def _reattached(self: ControlPlane, project: Project) -> None:
+        project.detached = False
+
+    def _unarchived(self: ControlPlane, branch: Branch) -> None:
+        branch.archived = False
+
+    # -- suspending ----------------------------------------------------------
+    def scale_to_zero(self: ControlPlane, c: Compute) -> Operation:
+        """Inactivity for the compute's timeout: suspend it."""
+        return self.suspend(c)
+
+    def suspend(self: ControlPlane, c: Compute) -> Operation:
+        c.pending_state = IDLE
+        return self.submit_compute_op(
+            c, Action.SUSPEND_COMPUTE, on_start=lambda _op: self._suspending(c),
+            on_finish=lambda _op: self._suspended(c),
+        )
+
+    def _suspending(self: ControlPlane, c: Compute) -> None:
+        c.pending_state = IDLE
+
+    def _suspended(self: ControlPlane, c: Compute) -> None:
+        now = self.env.now
+        rt = c.runtime
+        assert rt is not None
+        c.current_state = IDLE
+        c.pending_state = None
+        c.suspended_at = now
+        c.updated_at = now
+        c.cu = 0.0
+        c.stats.suspends += 1
+        rt.note_state()
+        if c.deleted:
+            rt.close_interval(now)
+            self.went_quiet(c)
+            return
+        if rt.waiting and not self.executor.lane_busy(c.id):
+            self.wake(c, "connection")  # clients arrived while it was suspending
+        else:
+            self.went_quiet(c)
+
+    # -- storage lifecycle ---------------------------------------------------
+    def went_quiet(self: ControlPlane, c: Compute) -> None:
+        """A compute stopped: start the idle clocks of its project and branch."""
+        now = self.env.now
+        project = self.projects[c.project_id]
+        branch = self.branches[c.branch_id]
+        computes = [self.computes[i] for b in project.branches for i in self.branches[b].computes]
+        if not any(is_on(x) for x in computes):
+            project.idle_since = now
+            self._after(self.config.detach_after_s, lambda: self._maybe_detach(project, now))
+        if not any(is_on(self.computes[i]) for i in branch.computes):
+            self.branch_went_quiet(branch)
+
+    def branch_went_quiet(self: ControlPlane, branch: Branch) -> None:
+        now = self.env.now
+        branch.idle_since = now
+        self._after(self.config.archive_after_s, lambda: self._maybe_archive(branch, now))
+
+    def _after(self: ControlPlane, delay: float | None, fn) -> None:
+        if delay is None:
+            return
+        ev = self.env.timeout(delay)
+        ev.callbacks.append(lambda _ev: fn())
+
+    def _maybe_detach(self: ControlPlane, project: Project, since: float) -> None:
+        if project.deleted_at is not None or project.detached or project.idle_since != since:
+            return
+
+        def detaching(_op: Operation) -> None:
+            project.detached = True
+
+        self.submit_project_op(project, Action.TENANT_DETACH, project.default_branch_id,
+                               on_start=detaching)
+
+    def _maybe_archive(self: ControlPlane, branch: Branch, since: float) -> None:
+        # the default branch is never archived (as in the real service)
+        if branch.deleted_at is not None or branch.default or branch.archived:
+            return
+        if branch.idle_since != since:
+            return
+        project = self.projects[branch.project_id]
+
+        def archiving(_op: Operation) -> None:
+            branch.archived = True
+
+        self.submit_project_op(project, Action.TIMELINE_ARCHIVE, branch.id, on_start=archiving)
+
+    # -- periodic availability checks ----------------------------------------
+    def start_availability_checks(self: ControlPlane, branch: Branch) -> None:
+        every = self.config.check_availability_every_s
+        if every is None:
+            return
+        self.env.process(self._check_availability_loop(branch, every))
+
+    def _check_availability_loop(self: ControlPlane, branch: Branch, every: float):
+        while branch.deleted_at is None:
+            yield self.env.timeout(every)
+            computes = [self.computes[i] for i in branch.computes]
+            if not computes or self.projects[branch.project_id].deleted_at is not None:
+                continue  # branches without a compute are not checked
+            c = next((x for x in computes if x.is_read_write), computes[0])
+            if c.disabled:
+                continue
+            if c.current_state == IDLE and c.pending_state is None:
+                self.wake(c, "check_availability")
+            rt = c.runtime
+            assert rt is not None
+            rt.quiet_since = self.env.now  # background activity resets the countdown
+            self.submit_compute_op(c, Action.CHECK_AVAILABILITY)

@@ -1,0 +1,366 @@
+"""What happens inside one compute while time passes: connections, the pooler's
+queue, the scale-to-zero countdown and the autoscaler.
+
+Cost matters here (a month of a large fleet is tens of millions of sessions),
+so a session is not a SimPy process. Each compute keeps one timer, armed at
+the next instant something can change state: the next arrival of its
+workload, the end of its scale-to-zero countdown, the next change of load the
+autoscaler must see, or a pending resize. Session ends are kept in heaps and
+expired lazily when the compute is next looked at: an end changes nothing
+until then, except what the timer is already armed for. A session therefore
+costs about one SimPy event.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, NamedTuple
+
+from sim.engine.config import ConnectionRecording
+from sim.engine.model import Compute
+from sim.engine.records import ConnectionRecord, Outcome, StateInterval
+from sim.rules.connections import POOLER_MAX_CLIENTS, default_pool_size
+from sim.rules.sizes import RAM_GB_PER_CU, step_up, temp_disk_bytes
+from sim.rules.states import ComputeState
+
+if TYPE_CHECKING:
+    from sim.engine.control_plane import ControlPlane
+
+INF = math.inf
+ACTIVE = ComputeState.ACTIVE.value
+IDLE = ComputeState.IDLE.value
+INIT = ComputeState.INIT.value
+WAITING = "waiting"  # returned by connect(): the compute is starting; the session follows
+
+
+class SessionArrays(NamedTuple):
+    """A batch of sessions of a workload, as Python lists (fast scalar access)."""
+
+    arrival_s: list[float]
+    duration_s: list[float]
+    cpu: list[float]
+    memory_gb: list[float]
+    temp_bytes: list[float]
+
+
+class ComputeRuntime:
+    __slots__ = (
+        "cp", "env", "c", "config", "open_ends", "server_ends", "client_ends", "waiting",
+        "load_ends", "cpu_load", "mem_load", "temp_ends", "temp_used", "busy_until",
+        "quiet_since", "armed_at", "resize_at", "feed", "batch", "idx", "next_arrival",
+        "wake_at", "wake_cause", "iv_state", "iv_cu", "iv_start", "max_conn", "pool_size",
+        "disk_bytes", "record_mode", "sample_rng", "sample_rate", "recorder",
+    )
+
+    def __init__(self, cp: ControlPlane, compute: Compute):
+        self.cp = cp
+        self.env = cp.env
+        self.c = compute
+        self.config = cp.config
+        self.recorder = cp.recorder
+        self.open_ends: list[float] = []  # direct: ends of admitted sessions
+        self.server_ends: list[float] = []  # pooled: when each server connection frees up
+        self.client_ends: list[float] = []  # pooled: when each client leaves
+        self.waiting: list[tuple[float, float, float, float, float]] = []  # until started
+        self.load_ends: list[tuple[float, float, float]] = []  # (end, cpu, memory GB)
+        self.cpu_load = 0.0
+        self.mem_load = 0.0
+        self.temp_ends: list[tuple[float, float]] = []
+        self.temp_used = 0.0
+        self.busy_until = -INF  # latest end of an admitted session
+        self.quiet_since = self.env.now  # last activity: the countdown runs from here
+        self.armed_at = INF
+        self.resize_at: float | None = None
+        self.feed: Iterator[SessionArrays] | None = None
+        self.batch: SessionArrays | None = None
+        self.idx = 0
+        self.next_arrival = INF
+        self.wake_at: float | None = None
+        self.wake_cause = ""
+        self.iv_state = compute.current_state
+        self.iv_cu = compute.cu
+        self.iv_start = self.env.now
+        self.record_mode = self.config.record_connections
+        self.sample_rate = self.config.connection_sample_rate
+        self.sample_rng = cp.streams.get(f"connection-sample/{compute.key}")
+        self.refresh_size()
+
+    # -- configuration -----------------------------------------------------
+    def refresh_size(self) -> None:
+        c = self.c
+        self.max_conn = c.max_connections(self.config.autoscaling_connections)
+        self.pool_size = c.pool_size or default_pool_size(self.max_conn, self.config.pool_share)
+        self.disk_bytes = float(temp_disk_bytes(c.autoscaling_limit_max_cu))
+
+    def attach_workload(self, feed: Iterator[SessionArrays]) -> None:
+        self.feed = feed
+        self._next_batch()
+        self.arm()
+
+    def _next_batch(self) -> None:
+        assert self.feed is not None
+        for batch in self.feed:
+            if batch.arrival_s:
+                self.batch, self.idx = batch, 0
+                self.next_arrival = batch.arrival_s[0]
+                return
+        self.batch, self.next_arrival = None, INF
+
+    # -- the timer ---------------------------------------------------------
+    def deadline(self) -> float | None:
+        """When scale to zero suspends this compute if nothing else happens."""
+        c = self.c
+        timeout = c.idle_timeout_s
+        if (
+            timeout is None
+            or c.current_state != ACTIVE
+            or c.pending_state is not None
+            or self.waiting
+            or c.deleted
+            or self.cp.executor.lane_busy(c.id)
+        ):
+            return None
+        return max(self.busy_until, self.quiet_since) + timeout
+
+    def arm(self) -> None:
+        t = self.next_arrival
+        d = self.deadline()
+        if d is not None and d < t:
+            t = d
+        if self.load_ends and self.load_ends[0][0] < t:
+            t = self.load_ends[0][0]
+        if self.resize_at is not None and self.resize_at < t:
+            t = self.resize_at
+        if t < self.armed_at:
+            self.armed_at = t
+            ev = self.env.timeout(max(0.0, t - self.env.now))
+            ev.callbacks.append(lambda _ev, at=t: self._fire(at))
+
+    def _fire(self, at: float) -> None:
+        if at != self.armed_at:  # a later timer that an earlier re-arm made stale
+            return
+        self.armed_at = INF
+        c = self.c
+        if c.deleted:
+            return
+        now = self.env.now
+        while self.next_arrival <= now:
+            self._arrive_next()
+        if self.load_ends and self.load_ends[0][0] <= now:
+            self._expire_load(now)
+        if self.resize_at is not None and self.resize_at <= now:
+            self._resize()
+        d = self.deadline()
+        if d is not None and d <= now:
+            self.cp.scale_to_zero(c)
+        self.arm()
+
+    def _arrive_next(self) -> None:
+        b = self.batch
+        assert b is not None
+        i = self.idx
+        self.connect(b.arrival_s[i], b.duration_s[i], b.cpu[i], b.memory_gb[i], b.temp_bytes[i])
+        i += 1
+        if i < len(b.arrival_s):
+            self.idx = i
+            self.next_arrival = b.arrival_s[i]
+        else:
+            self._next_batch()
+
+    # -- connections -------------------------------------------------------
+    def _expire(self, now: float) -> None:
+        for heap in (self.open_ends, self.server_ends, self.client_ends):
+            while heap and heap[0] <= now:
+                heapq.heappop(heap)
+        temp = self.temp_ends
+        while temp and temp[0][0] <= now:
+            self.temp_used -= heapq.heappop(temp)[1]
+
+    def open_connections(self, now: float) -> int:
+        self._expire(now)
+        held = len(self.client_ends) if self.c.pooler_enabled else len(self.open_ends)
+        return held + len(self.waiting)
+
+    def last_active(self, now: float) -> float | None:
+        c = self.c
+        if self.busy_until > -INF:
+            busy = min(self.busy_until, now)
+            return busy if c.last_active is None else max(c.last_active, busy)
+        return c.last_active
+
+    def connect(
+        self, t: float, duration: float, cpu: float = 0.0, mem: float = 0.0, temp: float = 0.0
+    ) -> str:
+        """A client opens a connection at `t` and keeps it for `duration` seconds."""
+        c = self.c
+        self.quiet_since = t  # every connection resets the scale-to-zero countdown
+        c.last_active = t
+        if c.deleted or c.disabled:
+            return self._refuse(t, duration, Outcome.REFUSED_DISABLED)
+        self._expire(t)
+        if c.pooler_enabled:
+            if len(self.client_ends) + len(self.waiting) >= POOLER_MAX_CLIENTS:
+                return self._refuse(t, duration, Outcome.REFUSED_POOLER_FULL)
+        elif len(self.open_ends) + len(self.waiting) >= self.max_conn:
+            return self._refuse(t, duration, Outcome.REFUSED_TOO_MANY)
+        if c.current_state != ACTIVE or c.pending_state is not None:
+            self.waiting.append((t, duration, cpu, mem, temp))
+            if c.current_state == IDLE and c.pending_state is None:
+                self.cp.wake(c, "connection")
+            return WAITING
+        return self._admit(t, t, duration, cpu, mem, temp, False)
+
+    def _refuse(self, t: float, duration: float, outcome: str) -> str:
+        self.c.stats.refused += 1
+        self._record(t, 0.0, duration, outcome, False)
+        return outcome
+
+    def _admit(
+        self, arrival: float, now: float, d: float, cpu: float, mem: float, temp: float, cold: bool
+    ) -> str:
+        c = self.c
+        stats = c.stats
+        if temp > 0.0:
+            if self.temp_used + temp > self.disk_bytes:
+                stats.disk_full += 1  # SQLSTATE 53100: no space left on device
+                self._record(arrival, now - arrival, d, Outcome.DISK_FULL, cold)
+                return Outcome.DISK_FULL
+        if c.pooler_enabled:
+            servers = self.server_ends
+            start = now
+            if len(servers) >= self.pool_size:
+                free_at = servers[0]
+                if free_at - now > self.config.pool_queue_timeout_s:
+                    stats.queue_timeouts += 1
+                    heapq.heappush(self.client_ends, now + self.config.pool_queue_timeout_s)
+                    self._record(arrival, now - arrival, d, Outcome.QUEUE_TIMEOUT, cold)
+                    return Outcome.QUEUE_TIMEOUT
+                heapq.heappop(servers)
+                start = free_at
+                stats.queued += 1
+                stats.queue_wait_s += free_at - now
+            end = start + d
+            heapq.heappush(servers, end)
+            heapq.heappush(self.client_ends, end)
+            held = len(self.client_ends)
+        else:
+            start = now
+            end = now + d
+            heapq.heappush(self.open_ends, end)
+            held = len(self.open_ends)
+        if temp > 0.0:
+            self.temp_used += temp
+            heapq.heappush(self.temp_ends, (end, temp))
+        stats.sessions += 1
+        if held > stats.peak_connections:
+            stats.peak_connections = held
+        if end > self.busy_until:
+            self.busy_until = end
+        if (cpu > 0.0 or mem > 0.0) and not c.fixed_size:
+            self.cpu_load += cpu
+            self.mem_load += mem
+            heapq.heappush(self.load_ends, (end, cpu, mem))
+            self._load_changed()
+        self._record(arrival, start - arrival, d, Outcome.OK, cold)
+        return Outcome.OK
+
+    def _record(self, arrival: float, wait: float, d: float, outcome: str, cold: bool) -> None:
+        mode = self.record_mode
+        if mode is ConnectionRecording.OFF:
+            return
+        if mode is ConnectionRecording.SAMPLED and self.sample_rng.random() >= self.sample_rate:
+            return
+        c = self.c
+        self.recorder.connections.append(
+            ConnectionRecord(c.id, c.project_id, arrival, wait, d, outcome, cold)
+        )
+
+    def drop_all(self, now: float, outcome_waiting: str | None = None) -> int:
+        """Cut every open session (restart, resize, suspend, delete). Returns how many."""
+        self._expire(now)
+        held = len(self.client_ends) if self.c.pooler_enabled else len(self.open_ends)
+        self.c.stats.dropped += held
+        self.open_ends.clear()
+        self.server_ends.clear()
+        self.client_ends.clear()
+        self.temp_ends.clear()
+        self.temp_used = 0.0
+        self.load_ends.clear()
+        self.cpu_load = self.mem_load = 0.0
+        self.busy_until = now
+        self.quiet_since = now
+        if outcome_waiting is not None:  # the compute is going away: waiting clients too
+            for arrival, d, *_ in self.waiting:
+                self.c.stats.refused += 1
+                self._record(arrival, now - arrival, d, outcome_waiting, True)
+            self.waiting.clear()
+        return held
+
+    # -- starting and stopping ---------------------------------------------
+    def activated(self) -> None:
+        """The compute became active: admit everyone who waited for it."""
+        now = self.env.now
+        self.quiet_since = now
+        self._expire(now)
+        waiting, self.waiting = self.waiting, []
+        for arrival, d, cpu, mem, temp in waiting:
+            self._admit(arrival, now, d, cpu, mem, temp, True)
+        self.arm()
+
+    # -- autoscaling -------------------------------------------------------
+    def goal_cu(self) -> float:
+        c = self.c
+        cfg = self.config.autoscaler
+        need = max(
+            self.cpu_load / cfg.target_cpu_utilisation,
+            self.mem_load / (RAM_GB_PER_CU * cfg.target_memory_utilisation),
+            c.autoscaling_limit_min_cu,
+        )
+        return min(step_up(need), c.autoscaling_limit_max_cu)
+
+    def _load_changed(self) -> None:
+        if self.resize_at is None and self.goal_cu() != self.c.cu:
+            self.resize_at = self.env.now + self.config.autoscaler.reaction_delay_s
+
+    def _expire_load(self, now: float) -> None:
+        heap = self.load_ends
+        while heap and heap[0][0] <= now:
+            _, cpu, mem = heapq.heappop(heap)
+            self.cpu_load -= cpu
+            self.mem_load -= mem
+        if not heap:  # keep float sums exact at rest
+            self.cpu_load = self.mem_load = 0.0
+        self._load_changed()
+
+    def _resize(self) -> None:
+        """An automatic resize: no restart, no dropped connection (spec.md #3)."""
+        self.resize_at = None
+        c = self.c
+        if c.current_state == ACTIVE:
+            goal = self.goal_cu()
+            if goal != c.cu:
+                c.cu = goal
+                self.note_state()
+
+    # -- accounting ----------------------------------------------------------
+    def note_state(self) -> None:
+        """Close the current state interval if the state or size changed."""
+        c = self.c
+        if c.current_state == self.iv_state and c.cu == self.iv_cu:
+            return
+        self.close_interval(self.env.now)
+        self.iv_state, self.iv_cu = c.current_state, c.cu
+
+    def close_interval(self, now: float) -> None:
+        length = now - self.iv_start
+        if length > 0:
+            c = self.c
+            self.recorder.intervals.append(
+                StateInterval(c.id, c.project_id, self.iv_state, self.iv_cu, self.iv_start, now)
+            )
+            if self.iv_state != IDLE:
+                c.stats.active_s += length
+                c.stats.cu_s += self.iv_cu * length
+        self.iv_start = now
