@@ -153,7 +153,8 @@ class ControlPlane(ComputeVerbs, Lifecycle):
         self, name: str | None = None, *, key: str | None = None, region_id: str | None = None,
         plan: Plan | str | None = None, owner_id: str = "user-1", org_id: str | None = None,
         history_retention_seconds: int = 86_400, branch_name: str = "main",
-        default_endpoint: dict[str, Any] | None = None,
+        default_endpoint: dict[str, Any] | None = None, with_compute: bool = True,
+        compute_key: str | None = None,
     ) -> Created:
         """A project with its default branch and read_write compute (create_timeline, start)."""
         if name is not None:
@@ -180,7 +181,11 @@ class ControlPlane(ComputeVerbs, Lifecycle):
         branch = self._add_branch(project, branch_name, None, default=True)
         timeline.branch_id = branch.id
         created = Created(project, branch, operations=[timeline])
-        compute, ops = self.build_compute(project, branch, spec, key=f"{key}.{branch_name}.0")
+        if not with_compute:
+            self.branch_went_quiet(branch)
+            return created
+        compute, ops = self.build_compute(project, branch, spec,
+                                          key=compute_key or f"{key}.{branch_name}.0")
         created.computes.append(compute)
         created.operations += ops
         return created

@@ -113,6 +113,15 @@ class OperationRow(NamedTuple):
     error: str | None
 
 
+class ActionRecord(NamedTuple):
+    """A scripted API call of the scenario and how the control plane answered it."""
+
+    at_s: float
+    call: str  # "PATCH /projects/.../endpoints/..." with ids filled in
+    status: int
+    code: str  # "" on success, else the error code
+
+
 @dataclass
 class RunResult:
     """Everything a run produced, as plain rows: what `sim.metrics` reads.
@@ -131,5 +140,6 @@ class RunResult:
     intervals: list[StateInterval] = field(default_factory=list)
     connections: list[ConnectionRecord] = field(default_factory=list)
     wakes: list[WakeRecord] = field(default_factory=list)
+    actions: list[ActionRecord] = field(default_factory=list)
     #: human-readable assumptions in force (cold-start distribution, pool size, prices...)
     assumptions: dict[str, str] = field(default_factory=dict)

@@ -1,0 +1,189 @@
+"""Run a scenario: build its fleet on a control plane, let time pass, collect the rows.
+
+The fleet is built through the control plane's own verbs, and scripted
+`actions:` go through the API's handlers, so a scenario meets exactly the
+rules an API client meets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim.engine.control_plane import ControlPlane
+from sim.engine.feed import session_feed
+from sim.engine.model import Compute
+from sim.engine.records import ActionRecord, RunResult
+from sim.rules.connections import DEFAULT_POOL_SHARE
+from sim.rules.errors import ApiError
+from sim.scenario.references import Reference, render_body, render_path
+from sim.scenario.schema import ComputeSpec, ProjectInstance, Scenario
+
+Progress = Callable[[float, float], None]  # (simulated seconds reached, total)
+
+
+class ScenarioRunError(Exception):
+    """The control plane refused to build what the scenario declares."""
+
+
+@dataclass
+class Fleet:
+    """Where each declared resource went, so `{shop[0].main.read_write}` can be resolved."""
+
+    projects: dict[str, str] = field(default_factory=dict)  # "shop[0]" -> project id
+    branches: dict[tuple[str, str], str] = field(default_factory=dict)
+    computes: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
+
+    def resolve(self, ref: Reference) -> str:
+        key = ref.instance_key
+        if key not in self.projects:
+            raise KeyError(f"{{{ref.text}}} names a project this run does not hold")
+        if ref.branch is None:
+            return self.projects[key]
+        if ref.compute_type is None:
+            return self.branches[(key, ref.branch)]
+        return self.computes[(key, ref.branch, ref.compute_type)][ref.compute_index]
+
+
+def endpoint_values(spec: ComputeSpec) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "autoscaling_limit_min_cu": spec.min_cu,
+        "autoscaling_limit_max_cu": spec.max_cu,
+        "suspend_timeout_seconds": spec.suspend_timeout_seconds,
+        "pooler_enabled": spec.pooler_enabled,
+    }
+    if spec.pool_size is not None:
+        values["pool_size"] = spec.pool_size
+    return values
+
+
+def build_project(cp: ControlPlane, scenario: Scenario, inst: ProjectInstance, fleet: Fleet
+                  ) -> list[tuple[Compute, ComputeSpec]]:
+    t = inst.template
+    first = t.branches[0]
+    primary = next((i for i, c in enumerate(first.computes) if c.type == "read_write"), None)
+    created = cp.create_project(
+        f"{t.name}-{inst.index}", key=inst.key, plan=scenario.plan_of(t),
+        history_retention_seconds=int(t.history_retention), branch_name=first.name,
+        default_endpoint=endpoint_values(first.computes[primary]) if primary is not None else None,
+        with_compute=primary is not None, compute_key=f"{inst.key}.{first.name}.{primary}",
+    )
+    project = created.project
+    fleet.projects[inst.key] = project.id
+    fleet.branches[(inst.key, first.name)] = created.branch.id
+    placed: list[tuple[Compute, ComputeSpec]] = []
+    for i, spec in enumerate(first.computes):
+        if i == primary:
+            compute = created.computes[0]
+        else:
+            compute, _ = cp.create_compute(project.id, created.branch.id, spec.type,
+                                           key=f"{inst.key}.{first.name}.{i}",
+                                           **endpoint_values(spec))
+        placed.append((compute, spec))
+    for b in t.branches[1:]:
+        parent = fleet.branches[(inst.key, t.parent_of(b) or first.name)]
+        made = cp.create_branch(project.id, b.name, parent,
+                                [{"type": c.type, **endpoint_values(c)} for c in b.computes],
+                                key=f"{inst.key}.{b.name}")
+        fleet.branches[(inst.key, b.name)] = made.branch.id
+        placed += list(zip(made.computes, b.computes, strict=True))
+    for compute, spec in placed:
+        branch_name = cp.branches[compute.branch_id].name
+        fleet.computes.setdefault((inst.key, branch_name, spec.type), []).append(compute.id)
+    return placed
+
+
+def attach_workloads(cp: ControlPlane, scenario: Scenario,
+                     placed: Sequence[tuple[Compute, ComputeSpec]]) -> None:
+    for compute, spec in placed:
+        process = spec.arrival_process(scenario.start)
+        model = spec.session_model()
+        if process is None or model is None:
+            continue
+        feed = session_feed(process, model, cp.streams.fresh(f"arrivals/{compute.key}"),
+                            cp.streams.fresh(f"sessions/{compute.key}"), 0.0, scenario.duration)
+        assert compute.runtime is not None
+        compute.runtime.attach_workload(feed)
+
+
+def schedule_releases(cp: ControlPlane, scenario: Scenario) -> None:
+    for release in scenario.releases:
+        ev = cp.env.timeout(release.at)
+        ev.callbacks.append(lambda _ev, v=release.version: cp.publish_release(v))
+
+
+def schedule_actions(cp: ControlPlane, scenario: Scenario, fleet: Fleet,
+                     log: list[ActionRecord]) -> None:
+    from sim.api.dispatch import dispatch  # scenario -> api -> engine, resolved lazily
+
+    def run(action) -> None:
+        try:
+            path = render_path(action.path, fleet.resolve)
+            body = render_body(action.body, fleet.resolve)
+        except KeyError:
+            return  # the action names a project of another shard
+        status, payload = dispatch(cp, action.method, path, body)
+        code = payload.get("code", "") if status >= 400 and isinstance(payload, dict) else ""
+        log.append(ActionRecord(cp.env.now, f"{action.method} {path}", status, code))
+
+    for action in scenario.actions:
+        ev = cp.env.timeout(action.at)
+        ev.callbacks.append(lambda _ev, a=action: run(a))
+
+
+def assumptions(scenario: Scenario, cp: ControlPlane) -> dict[str, str]:
+    cfg = cp.config
+    return {
+        "cold start (start_compute)": cfg.cold_start.describe(),
+        "operation failure rate": f"{cfg.operation_failure_rate:g}",
+        "pooler server pool": f"{cfg.pool_share:.0%} of max_connections"
+        + ("" if cfg.pool_share == DEFAULT_POOL_SHARE else " (scenario)"),
+        "pool queue timeout": f"{cfg.pool_queue_timeout_s:g} s",
+        "autoscaling max_connections from": f"{cfg.autoscaling_connections.value} CU",
+        "autoscaler": (f"target CPU {cfg.autoscaler.target_cpu_utilisation:.0%}, "
+                       f"reaction {cfg.autoscaler.reaction_delay_s:g} s"),
+        "price per CU-hour": f"{scenario.price_per_cu_hour:g}",
+        "check_availability every": _maybe_s(cfg.check_availability_every_s),
+        "detach idle projects after": _maybe_s(cfg.detach_after_s),
+        "archive idle branches after": _maybe_s(cfg.archive_after_s),
+        "connection records": cfg.record_connections.value,
+    }
+
+
+def _maybe_s(value: float | None) -> str:
+    return "off" if value is None else f"{value:g} s"
+
+
+def run_scenario(
+    scenario: Scenario,
+    *,
+    seed: int | None = None,
+    instances: Sequence[ProjectInstance] | None = None,
+    progress: Progress | None = None,
+    steps: int = 200,
+) -> RunResult:
+    """Run `scenario` (or only the given project instances: one shard of the fleet)."""
+    seed = scenario.seed if seed is None else seed
+    cp = ControlPlane(scenario.engine_config(), seed=seed, start=scenario.start,
+                      region_id=scenario.region_id, plan=scenario.plan_of(scenario.projects[0]))
+    fleet = Fleet()
+    placed: list[tuple[Compute, ComputeSpec]] = []
+    for inst in instances if instances is not None else scenario.instances():
+        try:
+            placed += build_project(cp, scenario, inst, fleet)
+        except ApiError as err:
+            raise ScenarioRunError(f"{inst.key}: {err.message}") from None
+    attach_workloads(cp, scenario, placed)
+    schedule_releases(cp, scenario)
+    actions: list[ActionRecord] = []
+    schedule_actions(cp, scenario, fleet, actions)
+    total = scenario.duration
+    for i in range(1, steps + 1):
+        cp.run_until(total * i / steps)
+        if progress is not None:
+            progress(cp.now, total)
+    result = cp.result(scenario.name, total, scenario.price_per_cu_hour,
+                       assumptions(scenario, cp))
+    result.actions = actions
+    return result
