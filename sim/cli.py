@@ -58,7 +58,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     tables = frames(result)
     totals = summary(tables, result)
-    write_results(result, out)
+    write_results(result, out, tables=tables)
     charts = draw_charts(tables, totals, out)
     print(summary_table(totals))
     print(f"\nsimulated {result.duration_s / 86_400:g} days in {elapsed:.1f} s; "

@@ -1,0 +1,374 @@
+"""Charts of a run, as PNG files readable at a glance.
+
+Figures are built as `matplotlib.figure.Figure` objects, never through pyplot:
+no GUI backend is chosen and no global figure registry is touched, so the
+charts can be drawn from any thread, a notebook or a test run. Each chart
+function returns its Figure; `draw_charts` saves them all.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import matplotlib.dates as mdates
+import numpy as np
+import pandas as pd
+from matplotlib import colormaps
+from matplotlib.figure import Figure
+
+from sim.metrics.frames import cold_start_waits, start_timestamp
+from sim.metrics.summary import format_number
+from sim.rules.operations import Action
+
+SIZE_IN = (12.0, 6.0)
+DPI = 100  # 1200 x 600 px
+TOP = 15
+FAILED = "#d62728"
+
+
+def draw_charts(
+    frames: dict[str, pd.DataFrame], summary: dict[str, Any], out_dir: str | Path
+) -> list[Path]:
+    """Draw every chart into out_dir; returns the PNG paths in a fixed order."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    charts: list[tuple[str, Callable[[dict[str, pd.DataFrame], dict[str, Any]], Figure]]] = [
+        ("fleet.png", fleet_chart),
+        ("cold_starts.png", cold_starts_chart),
+        ("cost_by_project.png", cost_by_project_chart),
+        ("connections.png", connections_chart),
+        ("operations.png", operations_chart),
+    ]
+    paths = []
+    for filename, draw in charts:
+        path = out / filename
+        save(draw(frames, summary), path)
+        paths.append(path)
+    return paths
+
+
+def save(fig: Figure, path: Path) -> Path:
+    # no Software tag (it names the matplotlib version): one install draws the same bytes
+    fig.savefig(path, dpi=DPI, format="png", metadata={"Software": None})
+    return path
+
+
+def _figure(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
+    fig = Figure(figsize=SIZE_IN, dpi=DPI, layout="constrained")
+    return fig, fig.subplots(nrows, ncols, squeeze=False, **kwargs)
+
+
+def _no_data(ax: Any, message: str) -> None:
+    ax.text(
+        0.5,
+        0.5,
+        message,
+        transform=ax.transAxes,
+        ha="center",
+        va="center",
+        fontsize=16,
+        color="0.4",
+    )
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _title(summary: dict[str, Any], what: str) -> str:
+    name = summary.get("name")
+    return f"{what} — {name}" if name else what
+
+
+def _utc(times: pd.Series) -> np.ndarray:
+    """tz-aware UTC timestamps -> naive datetime64 that matplotlib plots without converters."""
+    return times.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy()
+
+
+def _time_axis(ax: Any) -> None:
+    locator = mdates.AutoDateLocator(minticks=4, maxticks=12)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.set_xlabel("time (UTC)")
+
+
+# --- 1. fleet --------------------------------------------------------------------------
+
+
+def fleet_chart(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -> Figure:
+    """Active computes and total CU per minute, two panels on one time axis."""
+    fleet = frames["fleet"]
+    fig, axes = _figure(2, 1, sharex=True)
+    top, bottom = axes[0, 0], axes[1, 0]
+    fig.suptitle(
+        _title(summary, "Fleet: computes on and CU in use (per-minute means)"), fontsize=14
+    )
+    if fleet.empty:
+        _no_data(top, "no fleet data (zero-length run)")
+        _no_data(bottom, "")
+        return fig
+    t = _utc(fleet["time"])
+    top.plot(t, fleet["active_computes"], color="#1f77b4", lw=1.2, label="active computes")
+    bottom.plot(t, fleet["total_cu"], color="#ff7f0e", lw=1.2, label="total CU")
+    bottom.fill_between(t, 0, fleet["total_cu"], color="#ff7f0e", alpha=0.2, lw=0)
+    peak = summary.get("peak_active_computes")
+    if peak:
+        top.axhline(peak, color="0.5", ls="--", lw=1, label=f"peak at any instant = {peak:,}")
+        top.set_ylim(0, peak * 1.25)  # room for the legend above the peak line
+    top.set_ylabel("computes (init or active)")
+    bottom.set_ylabel("CU")
+    for ax in (top, bottom):
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper left", ncols=2)
+    _time_axis(bottom)
+    return fig
+
+
+# --- 2. cold starts --------------------------------------------------------------------
+
+
+def cold_starts_chart(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -> Figure:
+    """Empirical CDF of the wait a caller saw on each cold start, p50 and p99 marked."""
+    waits = np.sort(cold_start_waits(frames["wakes"])["wait_s"].to_numpy(dtype=float))
+    fig, axes = _figure()
+    ax = axes[0, 0]
+    ax.set_title(_title(summary, f"Cold-start wait ({len(waits):,} cold starts)"), fontsize=14)
+    if len(waits) == 0:
+        _no_data(ax, "no cold starts")
+        return fig
+    share = np.arange(1, len(waits) + 1) / len(waits)
+    ax.step(waits, share, where="post", color="#1f77b4", lw=1.5, label="share of cold starts")
+    for q, color in ((0.5, "#2ca02c"), (0.99, FAILED)):
+        value = float(np.quantile(waits, q))
+        ax.axvline(value, color=color, ls="--", lw=1.2, label=f"p{round(q * 100)} = {value:.3g} s")
+        ax.annotate(
+            f"p{round(q * 100)} = {value:.3g} s",
+            (value, q),
+            xytext=(6, -14),
+            textcoords="offset points",
+            color=color,
+            fontsize=11,
+        )
+    if waits[0] > 0 and waits[-1] / waits[0] > 100:
+        ax.set_xscale("log")  # long tails: reattach and unarchive take far longer
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel(
+        "wait before the session began (s)" + (", log scale" if ax.get_xscale() == "log" else "")
+    )
+    ax.set_ylabel("share of cold starts with wait ≤ x")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right")
+    return fig
+
+
+# --- 3. cost by project ----------------------------------------------------------------
+
+
+def cost_by_project_chart(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -> Figure:
+    """CU-hours of the TOP projects as bars, each labelled with its cost."""
+    computes = frames["computes"]
+    fig, axes = _figure()
+    ax = axes[0, 0]
+    price = float(summary.get("price_per_cu_hour") or 0.0)
+    if computes.empty:
+        ax.set_title(_title(summary, "CU-hours and cost by project"), fontsize=14)
+        _no_data(ax, "no computes")
+        return fig
+    per_project = (
+        computes.groupby(["project_id", "project_name"], sort=True, dropna=False)[
+            ["cu_hours", "cost"]
+        ]
+        .sum()
+        .reset_index()
+        .sort_values(["cu_hours", "project_id"], ascending=[False, True], kind="stable")
+    )
+    total = per_project["cu_hours"].sum()
+    top = per_project.head(TOP).iloc[::-1]  # largest at the top of the chart
+    labels = _project_labels(top)
+    shown = top["cu_hours"].sum() / total if total else 0.0
+    ax.set_title(
+        _title(
+            summary,
+            f"CU-hours and cost by project: top {len(top)} of "
+            f"{len(per_project):,} ({shown:.0%} of all CU-hours)",
+        ),
+        fontsize=14,
+    )
+    y = np.arange(len(top))
+    ax.barh(y, top["cu_hours"], color="#1f77b4")
+    ax.set_yticks(y, labels)
+    for yi, (hours, cost) in enumerate(zip(top["cu_hours"], top["cost"], strict=True)):
+        money = f"{cost:,.2f}" if cost >= 1 else format_number(cost)
+        label = f" {format_number(hours)} CU-h · {money}"
+        ax.annotate(label, (hours, yi), va="center", fontsize=9)
+    ax.set_xlabel(f"CU-hours (cost at {price:g} per CU-hour on the labels)")
+    ax.set_xlim(0, max(float(top["cu_hours"].max()) * 1.25, 1e-9))
+    ax.grid(True, axis="x", alpha=0.3)
+    return fig
+
+
+def _project_labels(top: pd.DataFrame) -> list[str]:
+    names = top["project_name"].fillna(top["project_id"])
+    # several projects from one template may share a name: add the id then
+    repeated = names.duplicated(keep=False)
+    return [
+        f"{n} ({p})" if r else str(n)
+        for n, p, r in zip(names, top["project_id"], repeated, strict=True)
+    ]
+
+
+# --- 4. connections --------------------------------------------------------------------
+
+
+def connections_chart(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -> Figure:
+    """Peak open connections against max_connections for the TOP busiest computes."""
+    computes = frames["computes"]
+    fig, axes = _figure()
+    ax = axes[0, 0]
+    busiest = computes.sort_values(
+        ["peak_connections", "compute_id"], ascending=[False, True], kind="stable"
+    ).head(TOP)
+    ax.set_title(
+        _title(
+            summary,
+            f"Peak open connections vs max_connections (top {len(busiest)} computes by peak)",
+        ),
+        fontsize=14,
+    )
+    if busiest.empty:
+        _no_data(ax, "no computes")
+        return fig
+    busiest = busiest.iloc[::-1]
+    y = np.arange(len(busiest))
+    ax.barh(y, busiest["max_connections"], height=0.8, color="0.85", label="max_connections")
+    ax.barh(
+        y, busiest["peak_connections"], height=0.45, color="#1f77b4", label="peak open connections"
+    )
+    labels = [
+        f"{c} ({n})" for c, n in zip(busiest["compute_id"], busiest["project_name"], strict=True)
+    ]
+    ax.set_yticks(y, labels)
+    for yi, (peak, cap) in enumerate(
+        zip(busiest["peak_connections"], busiest["max_connections"], strict=True)
+    ):
+        used = "–" if not cap else "<1%" if 0 < peak / cap < 0.01 else f"{peak / cap:.0%}"
+        ax.annotate(f" {peak:,} / {cap:,} ({used})", (max(peak, cap), yi), va="center", fontsize=9)
+    high, low = busiest["max_connections"].max(), busiest["peak_connections"].max()
+    if low > 0 and high / low > 20:
+        ax.set_xscale("log")  # peaks of a few against limits in the thousands
+        ax.set_xlim(0.8, high * 8)
+        ax.set_xlabel("connections (log scale)")
+    else:
+        ax.set_xlim(0, max(float(high), float(low), 1.0) * 1.3)
+        ax.set_xlabel("connections")
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    # outside the axes: inside, it would hide the labels at the bars' ends
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+    return fig
+
+
+# --- 5. operations ---------------------------------------------------------------------
+
+
+def operations_chart(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -> Figure:
+    """Operations created per hour (per day for long runs), stacked by action,
+    with the failed attempts of those operations drawn over them in red."""
+    ops = frames["operations"]
+    fig, axes = _figure()
+    ax = axes[0, 0]
+    if ops.empty:
+        ax.set_title(_title(summary, "Operations"), fontsize=14)
+        _no_data(ax, "no operations")
+        return fig
+    duration = float(summary.get("duration_s") or ops["created_s"].max() + 1.0)
+    bin_s = 3600.0 if duration <= 21 * 86_400 else 86_400.0
+    unit = "hour" if bin_s == 3600.0 else "day"
+    bins = np.floor(ops["created_s"].to_numpy(dtype=float) / bin_s).astype(np.int64)
+    # every bin of the run, empty ones too: the failed-attempts step must drop to 0 there
+    every_bin = np.arange(max(math.ceil(duration / bin_s), int(bins.max()) + 1))
+    counts = pd.crosstab(bins, ops["action"].to_numpy()).reindex(every_bin, fill_value=0)
+    failed = ops.groupby(bins)["failures_count"].sum().reindex(every_bin, fill_value=0)
+    start = start_timestamp(str(summary.get("start") or "1970-01-01T00:00:00Z"))
+    left = _utc(pd.Series(start + pd.to_timedelta(counts.index.to_numpy() * bin_s, unit="s")))
+    width = pd.Timedelta(seconds=bin_s * 0.9).to_pytimedelta()
+    colors = _action_colors(list(counts.columns))
+    base = np.zeros(len(counts))
+    bars = []
+    for action in counts.columns:
+        bars.append(
+            ax.bar(
+                left,
+                counts[action],
+                width=width,
+                bottom=base,
+                align="edge",
+                color=colors[action],
+                label=action,
+            )
+        )
+        base += counts[action].to_numpy()
+    n_failed = int(failed.sum())
+    # the step holds each value over its bin: repeat the last value up to the last bin's end
+    edges = np.append(left, left[-1] + np.timedelta64(int(bin_s), "s"))
+    (failed_line,) = ax.step(
+        edges,
+        np.append(failed.to_numpy(), failed.to_numpy()[-1]),
+        where="post",
+        color=FAILED,
+        lw=2,
+        label=f"failed attempts ({n_failed:,})",
+    )
+    ax.set_title(
+        _title(
+            summary,
+            f"Operations per {unit} by action ({len(ops):,} operations, "
+            f"{n_failed:,} failed attempts)",
+        ),
+        fontsize=14,
+    )
+    ax.set_ylabel(f"operations created per {unit}")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, axis="y", alpha=0.3)
+    # legend top-down as the stack reads top-down, failed attempts first
+    ax.legend(
+        handles=[failed_line, *bars[::-1]],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=9,
+        frameon=False,
+    )
+    if duration > 0:  # the whole run, to line up with the fleet chart
+        ax.set_xlim(*_utc(pd.Series([start, start + pd.Timedelta(seconds=duration)])))
+    _time_axis(ax)
+    return fig
+
+
+#: the most frequent actions first, so that they get the most distinct colours
+_COLOR_ORDER = [
+    Action.START_COMPUTE,
+    Action.SUSPEND_COMPUTE,
+    Action.CHECK_AVAILABILITY,
+    Action.APPLY_CONFIG,
+    Action.CREATE_BRANCH,
+    Action.CREATE_TIMELINE,
+    Action.TENANT_REATTACH,
+    Action.TENANT_DETACH,
+    Action.TIMELINE_ARCHIVE,
+    Action.TIMELINE_UNARCHIVE,
+    Action.TENANT_ATTACH,
+    Action.APPLY_STORAGE_CONFIG,
+    Action.DELETE_TENANT,
+]
+
+
+def _action_colors(actions: list[str]) -> dict[str, Any]:
+    """One colour per action, the same in every run; never red, which means failure here."""
+    tab10, tab20 = colormaps["tab10"], colormaps["tab20"]
+    distinct = [tab10(i) for i in range(10) if i != 3]
+    light = [tab20(i) for i in range(1, 20, 2) if i != 7]
+    palette = distinct + light
+    known = [a.value for a in _COLOR_ORDER]
+    order = known + sorted(set(actions) - set(known))
+    return {a: palette[order.index(a) % len(palette)] for a in actions}

@@ -1,0 +1,288 @@
+"""A run's records -> pandas frames with a fixed schema.
+
+Every table has an explicit column order and dtype, also when it is empty, so
+that the Parquet files of two runs always share one schema and notebooks can
+concatenate them. The per-minute fleet series is computed from the state
+intervals with numpy in O(n): fleets produce millions of intervals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sim.engine.records import (
+    ActionRecord,
+    ComputeRow,
+    ConnectionRecord,
+    OperationRow,
+    RunResult,
+    StateInterval,
+    WakeRecord,
+)
+from sim.rules.states import ComputeState
+
+#: pandas' own string dtype (the pandas 3 default): missing values are NaN, as for floats.
+STR = pd.StringDtype(na_value=np.nan)
+F64 = np.dtype("float64")
+I64 = np.dtype("int64")
+BOOL = np.dtype("bool")
+TIME = pd.DatetimeTZDtype("us", "UTC")
+
+MINUTE_S = 60.0
+#: states in which a compute runs (and is billed); idle computes hold 0 CU
+ON_STATES = (ComputeState.INIT.value, ComputeState.ACTIVE.value)
+#: wakes that are not cold starts: a new compute's first start is provisioning
+NOT_COLD = ("create",)
+
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "computes": {
+        "compute_id": STR,
+        "project_id": STR,
+        "project_name": STR,
+        "branch_id": STR,
+        "branch_name": STR,
+        "type": STR,
+        "min_cu": F64,
+        "max_cu": F64,
+        "suspend_timeout_seconds": I64,
+        "pooler_enabled": BOOL,
+        "max_connections": I64,
+        "sessions": I64,
+        "refused": I64,
+        "queued": I64,
+        "queue_timeouts": I64,
+        "queue_wait_s": F64,
+        "disk_full": I64,
+        "dropped": I64,
+        "cold_starts": I64,
+        "restarts": I64,
+        "suspends": I64,
+        "peak_connections": I64,
+        "active_s": F64,
+        "cu_s": F64,
+        "created_s": F64,
+        "deleted_s": F64,  # NaN while the compute exists
+        # derived
+        "cu_hours": F64,
+        "cost": F64,
+        "active_share": F64,
+        "wake_p50_s": F64,
+        "wake_p99_s": F64,
+        "wake_max_s": F64,
+    },
+    "intervals": {
+        "compute_id": STR,
+        "project_id": STR,
+        "state": STR,
+        "cu": F64,
+        "start_s": F64,
+        "end_s": F64,
+    },
+    "operations": {
+        "id": STR,
+        "project_id": STR,
+        "branch_id": STR,
+        "endpoint_id": STR,
+        "action": STR,
+        "status": STR,
+        "failures_count": I64,
+        "created_s": F64,
+        "updated_s": F64,
+        "total_duration_ms": I64,
+        "error": STR,
+    },
+    "connections": {
+        "compute_id": STR,
+        "project_id": STR,
+        "arrival_s": F64,
+        "wait_s": F64,
+        "duration_s": F64,
+        "outcome": STR,
+        "cold": BOOL,
+    },
+    "wakes": {
+        "compute_id": STR,
+        "project_id": STR,
+        "at_s": F64,
+        "cause": STR,
+        "wait_s": F64,
+    },
+    "actions": {  # the scenario's scripted API calls
+        "at_s": F64,
+        "call": STR,
+        "status": I64,
+        "code": STR,  # "" on success
+    },
+    "fleet": {
+        "minute": I64,
+        "time": TIME,
+        "active_computes": F64,
+        "total_cu": F64,
+        "cu_seconds": F64,
+    },
+}
+
+#: the order in which tables are listed, written and read
+TABLES: tuple[str, ...] = tuple(SCHEMAS)
+
+
+def frames(result: RunResult) -> dict[str, pd.DataFrame]:
+    """All tables of a run, keyed by name (see `SCHEMAS` for their columns)."""
+    intervals = records_frame(result.intervals, StateInterval._fields, SCHEMAS["intervals"])
+    wakes = records_frame(result.wakes, WakeRecord._fields, SCHEMAS["wakes"])
+    compute_rows = records_frame(result.computes, ComputeRow._fields, SCHEMAS["computes"])
+    return {
+        "computes": computes_frame(compute_rows, wakes, result),
+        "intervals": intervals,
+        "operations": records_frame(result.operations, OperationRow._fields, SCHEMAS["operations"]),
+        "connections": records_frame(
+            result.connections, ConnectionRecord._fields, SCHEMAS["connections"]
+        ),
+        "wakes": wakes,
+        "actions": records_frame(result.actions, ActionRecord._fields, SCHEMAS["actions"]),
+        "fleet": fleet_frame(intervals, result.duration_s, result.start_iso),
+    }
+
+
+def empty_frame(schema: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame({name: pd.Series([], dtype=dtype) for name, dtype in schema.items()})
+
+
+def records_frame(
+    rows: Sequence[tuple], fields: Sequence[str], schema: dict[str, Any]
+) -> pd.DataFrame:
+    """Rows of NamedTuples -> a frame with the schema's columns (absent ones are NaN).
+
+    Built column by column with an explicit dtype: faster than letting pandas
+    infer from tuples, and a column of all-None stays a typed column.
+    """
+    if not rows:
+        return empty_frame(schema)
+    n = len(rows)
+    columns: dict[str, Any] = {}
+    for name, dtype in schema.items():
+        if name not in fields:
+            columns[name] = np.full(n, np.nan)
+            continue
+        values = map(itemgetter(fields.index(name)), rows)
+        if dtype is STR:
+            columns[name] = pd.array(list(values), dtype=STR)
+        elif dtype == F64:
+            # None (e.g. deleted_s of a live compute) becomes NaN
+            columns[name] = np.array(list(values), dtype=F64)
+        else:
+            columns[name] = np.fromiter(values, dtype=dtype, count=n)
+    return pd.DataFrame(columns, copy=False)
+
+
+def computes_frame(
+    compute_rows: pd.DataFrame, wakes: pd.DataFrame, result: RunResult
+) -> pd.DataFrame:
+    """ComputeRow totals plus cost, share of its life spent on, and cold-start waits."""
+    df = compute_rows.copy()
+    df["cu_hours"] = df["cu_s"] / 3600.0
+    df["cost"] = df["cu_hours"] * result.price_per_cu_hour
+    end = df["deleted_s"].fillna(result.duration_s).clip(upper=result.duration_s)
+    lifetime = end - df["created_s"].clip(lower=0.0)
+    df["active_share"] = (df["active_s"] / lifetime).where(lifetime > 0)
+    stats = wake_stats(wakes)
+    for column in ("wake_p50_s", "wake_p99_s", "wake_max_s"):
+        df[column] = df["compute_id"].map(stats[column]).astype(F64)
+    return df.astype(SCHEMAS["computes"])
+
+
+def cold_start_waits(wakes: pd.DataFrame) -> pd.DataFrame:
+    """Wakes that a caller waited for: every wake except a new compute's first start."""
+    return wakes[~wakes["cause"].isin(NOT_COLD)]
+
+
+def wake_stats(wakes: pd.DataFrame) -> pd.DataFrame:
+    """Per compute: median, 99th percentile (linear, as numpy) and max cold-start wait."""
+    waits = cold_start_waits(wakes).groupby("compute_id", sort=True)["wait_s"]
+    return pd.DataFrame(
+        {
+            "wake_p50_s": waits.quantile(0.5),
+            "wake_p99_s": waits.quantile(0.99),
+            "wake_max_s": waits.max(),
+        },
+        dtype=F64,
+    )
+
+
+def start_timestamp(start_iso: str) -> pd.Timestamp:
+    """The scenario's start instant as a UTC timestamp (a naive one is taken as UTC)."""
+    start = pd.Timestamp(start_iso)
+    return start.tz_localize("UTC") if start.tzinfo is None else start.tz_convert("UTC")
+
+
+def fleet_frame(intervals: pd.DataFrame, duration_s: float, start_iso: str) -> pd.DataFrame:
+    """Per-minute fleet series over [0, duration_s); the last minute may be partial."""
+    n_minutes = math.ceil(duration_s / MINUTE_S) if duration_s > 0 else 0
+    if n_minutes == 0:
+        return empty_frame(SCHEMAS["fleet"])
+    start, end, cu = on_intervals(intervals, duration_s)
+    computes_s, cu_s = per_minute_integrals(start, end, [np.ones_like(cu), cu], duration_s)
+    minute = np.arange(n_minutes, dtype=I64)
+    # seconds of each minute inside the run: 60, except perhaps the last
+    length = np.minimum(MINUTE_S, duration_s - minute * MINUTE_S)
+    time = start_timestamp(start_iso) + pd.to_timedelta(minute * 60, unit="s")
+    fleet = pd.DataFrame(
+        {
+            "minute": minute,
+            "time": time,
+            "active_computes": computes_s / length,
+            "total_cu": cu_s / length,
+            "cu_seconds": cu_s,
+        }
+    )
+    return fleet.astype(SCHEMAS["fleet"])
+
+
+def on_intervals(
+    intervals: pd.DataFrame, duration_s: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start, end and CU of the intervals in which a compute is on, clipped to [0, duration_s).
+
+    Intervals that lie wholly outside the run are dropped.
+    """
+    on = intervals["state"].isin(ON_STATES).to_numpy(dtype=bool)
+    start = np.clip(intervals["start_s"].to_numpy(dtype=F64)[on], 0.0, duration_s)
+    end = np.clip(intervals["end_s"].to_numpy(dtype=F64)[on], 0.0, duration_s)
+    keep = end > start
+    return start[keep], end[keep], intervals["cu"].to_numpy(dtype=F64)[on][keep]
+
+
+def per_minute_integrals(
+    start: np.ndarray, end: np.ndarray, weights: list[np.ndarray], duration_s: float
+) -> list[np.ndarray]:
+    """For each weight w: the integral over each minute of sum(w_i over intervals i open).
+
+    Intervals are [start, end) within [0, duration_s) (see `on_intervals`). A minute k is covered
+    whole by every interval with ks < k < ke (ks, ke the minutes holding its start
+    and end): those go to a difference array whose running sum counts them at
+    60 s each. The partial minutes at both ends are corrected in place:
+    minute ks loses (start - 60 ks), minute ke gains (end - 60 ke). When ks == ke
+    the two cancel on the difference array and leave w (end - start).
+    """
+    n_minutes = math.ceil(duration_s / MINUTE_S)
+    first = np.floor(start / MINUTE_S).astype(np.int64)
+    last = np.floor(end / MINUTE_S).astype(np.int64)  # == n_minutes only when end == duration
+    head = start - first * MINUTE_S
+    tail = end - last * MINUTE_S
+    size = n_minutes + 1
+    out = []
+    for w in weights:
+        diff = np.bincount(first, weights=w, minlength=size) - np.bincount(
+            last, weights=w, minlength=size
+        )
+        partial = np.bincount(last, weights=w * tail, minlength=size) - np.bincount(
+            first, weights=w * head, minlength=size
+        )
+        out.append((np.cumsum(diff) * MINUTE_S + partial)[:n_minutes])
+    return out

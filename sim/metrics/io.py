@@ -1,0 +1,110 @@
+"""A run's tables on disk: Parquet per table, summary.json and run.json.
+
+The same RunResult always gives the same bytes, so runs can be compared and
+cached by hash. For that the Parquet files carry no pandas metadata (it names
+the pandas version and index layout) and an explicit Arrow schema; reading
+applies the frame schema again, so dtypes survive the round trip without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sim.engine.records import RunResult
+from sim.metrics.frames import BOOL, F64, I64, SCHEMAS, STR, TABLES, TIME, frames
+from sim.metrics.summary import summary as make_summary
+
+SUMMARY_FILE = "summary.json"
+RUN_FILE = "run.json"
+
+_ARROW_TYPES: list[tuple[Any, pa.DataType]] = [
+    (STR, pa.string()),
+    (F64, pa.float64()),
+    (I64, pa.int64()),
+    (BOOL, pa.bool_()),
+    (TIME, pa.timestamp("us", tz="UTC")),
+]
+
+
+def arrow_schema(table: str) -> pa.Schema:
+    return pa.schema([(name, _arrow_type(dtype)) for name, dtype in SCHEMAS[table].items()])
+
+
+def _arrow_type(dtype: Any) -> pa.DataType:
+    for known, arrow in _ARROW_TYPES:
+        if dtype == known:
+            return arrow
+    raise TypeError(f"no Arrow type for column dtype {dtype!r}")
+
+
+def write_results(
+    result: RunResult, out_dir: str | Path, *, tables: dict[str, pd.DataFrame] | None = None
+) -> dict[str, Path]:
+    """Write every table, the summary and the run's metadata; returns name -> path.
+
+    Pass `tables` when the frames are already built (they are costly for big fleets).
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tables = frames(result) if tables is None else tables
+    paths = {name: write_table(tables[name], name, out / f"{name}.parquet") for name in TABLES}
+    paths["summary"] = _write_json(make_summary(tables, result), out / SUMMARY_FILE)
+    paths["run"] = _write_json(run_metadata(result), out / RUN_FILE)
+    return paths
+
+
+def read_results(out_dir: str | Path) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    """The tables and the summary that `write_results` wrote, with their original dtypes."""
+    out = Path(out_dir)
+    tables = {name: read_table(out / f"{name}.parquet", name) for name in TABLES}
+    summary = json.loads((out / SUMMARY_FILE).read_text(encoding="utf-8"))
+    return tables, summary
+
+
+def read_run(out_dir: str | Path) -> dict[str, Any]:
+    return json.loads((Path(out_dir) / RUN_FILE).read_text(encoding="utf-8"))
+
+
+def run_metadata(result: RunResult) -> dict[str, Any]:
+    return {
+        "name": result.name,
+        "seed": int(result.seed),
+        "start": result.start_iso,
+        "duration_s": float(result.duration_s),
+        "price_per_cu_hour": float(result.price_per_cu_hour),
+        "assumptions": dict(result.assumptions),
+    }
+
+
+def write_table(df: pd.DataFrame, table: str, path: Path) -> Path:
+    schema = arrow_schema(table)
+    if list(df.columns) != schema.names:
+        raise ValueError(f"{table}: columns {list(df.columns)} differ from {schema.names}")
+    arrow = pa.Table.from_pandas(df, schema=schema, preserve_index=False)
+    arrow = arrow.replace_schema_metadata(None)
+    # a reader never sees a half-written file: write beside it, then rename
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(arrow, tmp, compression="zstd")
+    os.replace(tmp, path)
+    return path
+
+
+def read_table(path: Path, table: str) -> pd.DataFrame:
+    df = pq.read_table(path, schema=arrow_schema(table)).to_pandas()
+    return df.astype(SCHEMAS[table])
+
+
+def _write_json(data: dict[str, Any], path: Path) -> Path:
+    # repr of floats is the shortest exact form; allow_nan=False: summaries use null for no data
+    text = json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,260 @@
+"""Fleet totals of a run: one flat dict of plain numbers, and a table for humans.
+
+Counts of connections come from the per-compute totals (`computes`), which
+stay complete when the engine records only a sample of connections. The dict
+holds only JSON types (int, float, str, None for "no data"), so it can be
+written as is.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from sim.engine.records import RunResult
+from sim.metrics.frames import cold_start_waits, on_intervals, start_timestamp
+from sim.rules.states import OperationStatus
+
+#: computes-frame columns summed into the summary under the same (or a clearer) name
+_TOTALS = {
+    "sessions": "sessions",
+    "refused": "refused",
+    "queued": "queued",
+    "queue_timeouts": "queue_timeouts",
+    "disk_full": "disk_full_53100",
+    "dropped": "dropped",
+    "cold_starts": "cold_starts",
+    "suspends": "suspends",
+    "restarts": "restarts",
+}
+
+
+def summary(frames: dict[str, pd.DataFrame], result: RunResult) -> dict[str, Any]:
+    computes = frames["computes"]
+    operations = frames["operations"]
+    out: dict[str, Any] = {
+        "name": result.name,
+        "seed": int(result.seed),
+        "start": start_timestamp(result.start_iso).isoformat(),
+        "duration_s": float(result.duration_s),
+        "price_per_cu_hour": float(result.price_per_cu_hour),
+        "computes": int(len(computes)),
+        "projects": int(pd.concat([computes["project_id"], operations["project_id"]]).nunique()),
+        "cu_hours": float(computes["cu_hours"].sum()),
+        "cost": float(computes["cost"].sum()),
+    }
+    for column, key in _TOTALS.items():
+        out[key] = int(computes[column].sum())
+    # a connection attempt either began a session, was refused, or timed out in the pool queue
+    attempts = out["sessions"] + out["refused"] + out["queue_timeouts"]
+    out["connection_attempts"] = attempts
+    out["refused_share"] = _ratio(out["refused"], attempts)
+    per_session = _ratio(out["cold_starts"], out["sessions"])
+    out["cold_starts_per_1000_sessions"] = None if per_session is None else 1000 * per_session
+    waits = cold_start_waits(frames["wakes"])["wait_s"].to_numpy()
+    out["wake_p50_s"] = _quantile(waits, 0.5)
+    out["wake_p99_s"] = _quantile(waits, 0.99)
+    out["wake_max_s"] = _quantile(waits, 1.0)
+    out.update(_fleet_stats(frames["fleet"], frames["intervals"], result.duration_s))
+    out.update(_operation_stats(operations))
+    actions = frames["actions"]
+    out["scripted_actions"] = int(len(actions))
+    out["scripted_actions_failed"] = int((actions["status"] >= 400).sum())
+    return out
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return float(numerator / denominator) if denominator else None
+
+
+def _quantile(values: np.ndarray, q: float) -> float | None:
+    return float(np.quantile(values, q)) if len(values) else None
+
+
+def _max(series: pd.Series) -> float | None:
+    return float(series.max()) if len(series) else None
+
+
+def _fleet_stats(fleet: pd.DataFrame, intervals: pd.DataFrame, duration_s: float) -> dict[str, Any]:
+    start, end, cu = on_intervals(intervals, duration_s)
+    has_time = duration_s > 0
+    return {
+        "peak_active_computes": peak_concurrent(start, end),
+        "peak_active_computes_minute": _max(fleet["active_computes"]),
+        "mean_active_computes": float((end - start).sum() / duration_s) if has_time else None,
+        "peak_total_cu_minute": _max(fleet["total_cu"]),
+        "mean_total_cu": float((cu * (end - start)).sum() / duration_s) if has_time else None,
+    }
+
+
+def peak_concurrent(start: np.ndarray, end: np.ndarray) -> int:
+    """Most intervals [start, end) open at one instant; one ending where another starts
+    does not overlap it. The count only rises at a start, so it is enough to look there."""
+    if len(start) == 0:
+        return 0
+    starts = np.sort(start)
+    ends = np.sort(end)
+    open_at = np.searchsorted(starts, starts, "right") - np.searchsorted(ends, starts, "right")
+    return int(open_at.max())
+
+
+def _operation_stats(operations: pd.DataFrame) -> dict[str, Any]:
+    counts = operations.groupby(["action", "status"], sort=True).size()
+    by_action: dict[str, dict[str, int]] = {}
+    for (action, status), n in counts.items():
+        by_action.setdefault(str(action), {})[str(status)] = int(n)
+    return {
+        "operations": int(len(operations)),
+        "operations_failed": int((operations["status"] == OperationStatus.FAILED.value).sum()),
+        "failed_operation_attempts": int(operations["failures_count"].sum()),
+        "operations_by_action": by_action,
+    }
+
+
+# --- the table -------------------------------------------------------------------------
+
+_ROWS: list[tuple[str, list[tuple[str, str, str]]]] = [
+    # section, [(label, key, format)]
+    (
+        "Run",
+        [
+            ("scenario", "name", "text"),
+            ("seed", "seed", "text"),
+            ("start", "start", "text"),
+            ("duration", "duration_s", "duration"),
+        ],
+    ),
+    (
+        "Fleet",
+        [
+            ("projects", "projects", "int"),
+            ("computes", "computes", "int"),
+            ("peak active computes", "peak_active_computes", "int"),
+            ("peak active computes (minute mean)", "peak_active_computes_minute", "num"),
+            ("mean active computes", "mean_active_computes", "num"),
+            ("peak total CU (minute mean)", "peak_total_cu_minute", "num"),
+            ("mean total CU", "mean_total_cu", "num"),
+            ("CU-hours", "cu_hours", "num"),
+            ("price per CU-hour", "price_per_cu_hour", "num"),
+            ("cost", "cost", "money"),
+        ],
+    ),
+    (
+        "Connections",
+        [
+            ("attempts", "connection_attempts", "int"),
+            ("sessions", "sessions", "int"),
+            ("refused", "refused", "int"),
+            ("refused share", "refused_share", "pct"),
+            ("queued (pooler)", "queued", "int"),
+            ("queue timeouts", "queue_timeouts", "int"),
+            ("failed 53100 (disk full)", "disk_full_53100", "int"),
+            ("dropped", "dropped", "int"),
+        ],
+    ),
+    (
+        "Scale to zero",
+        [
+            ("cold starts", "cold_starts", "int"),
+            ("cold starts per 1,000 sessions", "cold_starts_per_1000_sessions", "num"),
+            ("cold-start wait p50", "wake_p50_s", "seconds"),
+            ("cold-start wait p99", "wake_p99_s", "seconds"),
+            ("cold-start wait max", "wake_max_s", "seconds"),
+            ("suspends", "suspends", "int"),
+            ("restarts", "restarts", "int"),
+        ],
+    ),
+    (
+        "Operations",
+        [
+            ("operations", "operations", "int"),
+            ("ended failed", "operations_failed", "int"),
+            ("failed attempts (retried)", "failed_operation_attempts", "int"),
+        ],
+    ),
+    (
+        "Scripted API calls",
+        [
+            ("calls", "scripted_actions", "int"),
+            ("answered with an error", "scripted_actions_failed", "int"),
+        ],
+    ),
+]
+
+
+def summary_table(summary: dict[str, Any], width: int = 72) -> str:
+    """The summary as a plain-text table (no colour codes), one section per topic."""
+    table = Table(box=box.SIMPLE_HEAD, show_header=True, pad_edge=False)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for section, rows in _ROWS:
+        table.add_section()
+        table.add_row(section.upper(), "")
+        for label, key, kind in rows:
+            table.add_row("  " + label, format_value(summary.get(key), kind))
+        if section == "Operations":
+            for action, statuses in sorted(summary.get("operations_by_action", {}).items()):
+                detail = ", ".join(f"{s} {n:,}" for s, n in sorted(statuses.items()))
+                table.add_row(f"    {action}", detail)
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=width,
+        color_system=None,
+        force_terminal=False,
+        force_jupyter=False,
+        no_color=True,
+        highlight=False,
+        emoji=False,
+    )
+    console.print(table)
+    lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
+    return "\n".join(lines).strip("\n") + "\n"
+
+
+def format_value(value: Any, kind: str = "num") -> str:
+    """A number as people read it: thousands separators, about three significant digits."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if kind == "text":
+        return str(value)
+    if kind == "int":
+        return f"{int(value):,}"
+    if kind == "pct":
+        return f"{format_number(100 * value)} %"
+    if kind == "money":
+        return f"{value:,.2f}"
+    if kind == "seconds":
+        return f"{format_number(value)} s"
+    if kind == "duration":
+        return format_duration(value)
+    return format_number(value)
+
+
+def format_number(x: float) -> str:
+    """3 significant digits below 1,000; whole numbers with separators above."""
+    if x == 0:
+        return "0"
+    magnitude = abs(x)
+    if magnitude >= 1000:
+        return f"{x:,.0f}"
+    decimals = max(0, 2 - math.floor(math.log10(magnitude)))
+    return f"{x:,.{decimals}f}"
+
+
+def format_duration(seconds: float) -> str:
+    days, rest = divmod(float(seconds), 86_400.0)
+    hours, rest = divmod(rest, 3600.0)
+    minutes, secs = divmod(rest, 60.0)
+    parts = [f"{int(days)} d"] if days else []
+    parts += [f"{int(hours)} h"] if hours else []
+    parts += [f"{int(minutes)} min"] if minutes else []
+    parts += [f"{secs:.3g} s"] if secs or not parts else []
+    return " ".join(parts)
