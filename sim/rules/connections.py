@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 from sim.rules.sizes import VALID_CU
 
@@ -28,7 +28,7 @@ SQLSTATE_TOO_MANY_CONNECTIONS = "53300"
 SQLSTATE_DISK_FULL = "53100"
 
 
-class AutoscalingConnections(str, Enum):
+class AutoscalingConnections(StrEnum):
     """Which end of an autoscaling range sets max_connections (spec.md: not shown)."""
 
     MAX = "max"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Action(str, Enum):
+class Action(StrEnum):
     APPLY_CONFIG = "apply_config"
     APPLY_STORAGE_CONFIG = "apply_storage_config"
     CHECK_AVAILABILITY = "check_availability"

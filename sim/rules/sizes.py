@@ -8,7 +8,7 @@ up to 56) or autoscaling (0.25..16 CU, min <= max).
 from __future__ import annotations
 
 import math
-from enum import Enum
+from enum import StrEnum
 
 from sim.rules.errors import ApiError, invalid
 
@@ -30,7 +30,7 @@ TEMP_DISK_GIB_PER_CU = 15.0
 GIB = 1024**3
 
 
-class Plan(str, Enum):
+class Plan(StrEnum):
     FREE = "free"
     LAUNCH = "launch"
     SCALE = "scale"

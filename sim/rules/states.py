@@ -7,17 +7,17 @@ in both at once.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import NamedTuple
 
 
-class ComputeState(str, Enum):
+class ComputeState(StrEnum):
     INIT = "init"
     IDLE = "idle"
     ACTIVE = "active"
 
 
-class OperationStatus(str, Enum):
+class OperationStatus(StrEnum):
     SCHEDULING = "scheduling"
     RUNNING = "running"
     FINISHED = "finished"
@@ -27,7 +27,7 @@ class OperationStatus(str, Enum):
     SKIPPED = "skipped"
 
 
-class ComputeType(str, Enum):
+class ComputeType(StrEnum):
     READ_WRITE = "read_write"
     READ_ONLY = "read_only"  # spec.md does not show the replica value; DESIGN.md
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 
 
-class DistKind(str, Enum):
+class DistKind(StrEnum):
     FIXED = "fixed"
     EXPONENTIAL = "exponential"
     LOGNORMAL = "lognormal"

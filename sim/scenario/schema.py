@@ -1,0 +1,490 @@
+"""The scenario file as typed, validated data (pydantic v2).
+
+Shapes, types and ranges are checked here, field by field, with unknown keys
+refused and no silent coercion (no bool for a number, no "4" for 4). Rules
+that need the whole document (plan caps, references, one read_write per
+branch, instants inside the run) live in `sim.scenario.checks`, and
+`sim.scenario.loader` runs both and reports every problem on one line each.
+
+Durations are stored in seconds (floats) whatever the file wrote ("1h30m").
+Defaults of the `engine:` section are read from `EngineConfig` itself, so
+the schema and the engine cannot disagree about them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    PrivateAttr,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+
+from sim.engine.config import AutoscalerConfig, ConnectionRecording, EngineConfig
+from sim.rules.connections import AutoscalingConnections
+from sim.rules.errors import ApiError
+from sim.rules.operations import Action
+from sim.rules.sizes import Plan
+from sim.rules.timeouts import validate_suspend_timeout
+from sim.scenario.durations import parse_bytes, parse_duration
+from sim.scenario.references import BRANCH_NAME, TEMPLATE_NAME, Reference, parse_call
+from sim.workload import (
+    ArrivalProcess,
+    Bursty,
+    DistKind,
+    Distribution,
+    Diurnal,
+    Periodic,
+    Poisson,
+    Replay,
+    SessionModel,
+)
+
+
+def _positive(value: object) -> float:
+    seconds = parse_duration(value)
+    if seconds <= 0:
+        raise ValueError("must be a duration > 0")
+    return seconds
+
+
+_AS_TEXT = WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "number"}]})
+#: Seconds, written as a number or "1h30m"; >= 0.
+Duration = Annotated[float, PlainValidator(parse_duration), _AS_TEXT]
+PositiveDuration = Annotated[float, PlainValidator(_positive), _AS_TEXT]
+Bytes = Annotated[float, PlainValidator(parse_bytes), _AS_TEXT]
+NonNegative = Annotated[float, Field(ge=0)]
+
+PlanName = Literal["free", "launch", "scale", "business"]
+_ENGINE = EngineConfig()
+DEFAULT_START = datetime(2026, 1, 5, tzinfo=UTC)
+MAX_COUNT = 1_000_000  # projects from one template; a sanity bound, not a rule of spec.md
+
+
+def api_reason(err: ApiError) -> str:
+    """An ApiError's message without the `field: ` prefix the rules put in front."""
+    prefix = f"{err.field}: " if err.field else ""
+    return err.message[len(prefix):] if prefix and err.message.startswith(prefix) else err.message
+
+
+class Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
+
+
+class _DistributionShape(Spec):
+    dist: Literal["fixed", "exponential", "lognormal"]
+    sigma: NonNegative | None = None  # lognormal only; default 1.0
+
+    @model_validator(mode="after")
+    def _sigma_for_lognormal_only(self) -> _DistributionShape:
+        if self.sigma is not None and self.dist != "lognormal":
+            raise ValueError(f"sigma applies to dist: lognormal only, not {self.dist}")
+        return self
+
+    def _make(self, mean: float) -> Distribution:
+        return Distribution(DistKind(self.dist), mean, 1.0 if self.sigma is None else self.sigma)
+
+
+class DistributionSpec(_DistributionShape):
+    """{dist, mean_s, sigma}: see `sim.workload.Distribution`."""
+
+    mean_s: NonNegative
+
+    def to_distribution(self) -> Distribution:
+        return self._make(self.mean_s)
+
+    @classmethod
+    def of(cls, d: Distribution) -> DistributionSpec:
+        sigma = d.sigma if d.dist.value == "lognormal" else None
+        return cls(dist=d.dist.value, mean_s=d.mean_s, sigma=sigma)
+
+
+class BytesDistributionSpec(_DistributionShape):
+    """{dist, mean_bytes, sigma}: a Distribution whose "seconds" are bytes ("2GiB" or a number)."""
+
+    mean_bytes: Bytes
+
+    def to_distribution(self) -> Distribution:
+        return self._make(self.mean_bytes)
+
+
+# ---- arrivals: a union told apart by `kind` -------------------------------------------------
+
+
+class PoissonSpec(Spec):
+    kind: Literal["poisson"]
+    per_hour: NonNegative
+
+    def to_process(self, start: datetime) -> ArrivalProcess:
+        return Poisson(self.per_hour)
+
+
+class DiurnalSpec(Spec):
+    kind: Literal["diurnal"]
+    peak_per_hour: NonNegative | None = None
+    trough_per_hour: NonNegative | None = None
+    peak_hour: Annotated[float, Field(ge=0, lt=24)] | None = None
+    hourly: Annotated[list[NonNegative], Field(min_length=24, max_length=24)] | None = None
+
+    @model_validator(mode="after")
+    def _one_profile(self) -> DiurnalSpec:
+        cosine = (self.peak_per_hour, self.trough_per_hour, self.peak_hour)
+        if self.hourly is not None and any(v is not None for v in cosine):
+            raise ValueError("give hourly (24 rates) or peak_per_hour/trough_per_hour/peak_hour")
+        if self.hourly is None and any(v is None for v in cosine):
+            raise ValueError("give peak_per_hour, trough_per_hour and peak_hour, or hourly")
+        if self.hourly is None and (self.trough_per_hour or 0) > (self.peak_per_hour or 0):
+            raise ValueError("trough_per_hour is above peak_per_hour")
+        return self
+
+    def to_process(self, start: datetime) -> ArrivalProcess:
+        start = start.replace(tzinfo=UTC) if start.tzinfo is None else start.astimezone(UTC)
+        midnight = datetime.combine(start.date(), time(), tzinfo=UTC)
+        offset = (start - midnight).total_seconds()
+        if self.hourly is not None:
+            return Diurnal(hourly=tuple(self.hourly), start_hour_offset_s=offset)
+        return Diurnal(self.peak_per_hour, self.trough_per_hour, self.peak_hour, None, offset)
+
+
+class BurstySpec(Spec):
+    kind: Literal["bursty"]
+    on_per_hour: NonNegative
+    off_per_hour: NonNegative
+    mean_on: PositiveDuration
+    mean_off: PositiveDuration
+
+    def to_process(self, start: datetime) -> ArrivalProcess:
+        return Bursty(self.on_per_hour, self.off_per_hour, self.mean_on, self.mean_off)
+
+
+class PeriodicSpec(Spec):
+    kind: Literal["periodic"]
+    every: PositiveDuration
+    offset: Duration = 0.0
+    jitter: Duration = 0.0
+
+    def to_process(self, start: datetime) -> ArrivalProcess:
+        return Periodic(self.every, self.offset, self.jitter)
+
+
+class ReplaySpec(Spec):
+    """A CSV trace; a relative path is read from the scenario file's directory."""
+
+    kind: Literal["replay"]
+    path: Annotated[str, Field(min_length=1)]
+    format: Literal["timestamps", "per_minute"] | None = None  # None: told by the header
+    _resolved: Path | None = PrivateAttr(default=None)
+    _loaded: dict[datetime, Replay] = PrivateAttr(default_factory=dict)
+
+    def resolve(self, base_dir: Path | None) -> Path:
+        path = Path(self.path)
+        self._resolved = path if path.is_absolute() or base_dir is None else base_dir / path
+        return self._resolved
+
+    def to_process(self, start: datetime) -> ArrivalProcess:
+        # read once per start instant: a template with count 500 shares one trace
+        if start not in self._loaded:
+            path = self._resolved or Path(self.path)
+            self._loaded[start] = Replay.from_csv(path, start, self.format)
+        return self._loaded[start]
+
+
+ArrivalSpec = Annotated[
+    PoissonSpec | DiurnalSpec | BurstySpec | PeriodicSpec | ReplaySpec,
+    Field(discriminator="kind"),
+]
+ARRIVAL_KINDS = frozenset({"poisson", "diurnal", "bursty", "periodic", "replay"})
+
+
+# ---- computes, branches, projects -----------------------------------------------------------
+
+
+class WorkloadSpec(Spec):
+    arrivals: ArrivalSpec
+    session: DistributionSpec
+    cpu_per_session: NonNegative = 0.0
+    memory_gb_per_session: NonNegative = 0.0
+    temp_bytes_per_session: BytesDistributionSpec | None = None
+
+
+class SizeSpec(Spec):
+    cu: float
+
+
+class AutoscalingSpec(Spec):
+    min_cu: float
+    max_cu: float
+
+
+DEFAULT_AUTOSCALING = AutoscalingSpec(min_cu=0.25, max_cu=2.0)
+
+
+class ComputeSpec(Spec):
+    type: Literal["read_write", "read_only"]
+    size: SizeSpec | None = None  # fixed size; exclusive with autoscaling
+    autoscaling: AutoscalingSpec | None = None  # neither given: 0.25 to 2 CU
+    suspend_timeout_seconds: int = 0
+    pooler_enabled: bool = False
+    pool_size: Annotated[int, Field(ge=1)] | None = None
+    workload: WorkloadSpec | None = None
+
+    @field_validator("suspend_timeout_seconds")
+    @classmethod
+    def _timeout_rule(cls, value: int) -> int:
+        try:
+            validate_suspend_timeout(value)
+        except ApiError as err:
+            raise ValueError(api_reason(err)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ComputeSpec:
+        if self.size is not None and self.autoscaling is not None:
+            raise ValueError("give size (fixed) or autoscaling, not both")
+        if self.pool_size is not None and not self.pooler_enabled:
+            raise ValueError("pool_size needs pooler_enabled: true")
+        return self
+
+    @property
+    def min_cu(self) -> float:
+        if self.size is not None:
+            return self.size.cu
+        return (self.autoscaling or DEFAULT_AUTOSCALING).min_cu
+
+    @property
+    def max_cu(self) -> float:
+        if self.size is not None:
+            return self.size.cu
+        return (self.autoscaling or DEFAULT_AUTOSCALING).max_cu
+
+    def arrival_process(self, start: datetime) -> ArrivalProcess | None:
+        """The arrivals of this compute's workload; None when it has none."""
+        return None if self.workload is None else self.workload.arrivals.to_process(start)
+
+    def session_model(self) -> SessionModel | None:
+        w = self.workload
+        if w is None:
+            return None
+        temp = w.temp_bytes_per_session
+        return SessionModel(
+            duration=w.session.to_distribution(),
+            cpu_per_session=w.cpu_per_session,
+            memory_gb_per_session=w.memory_gb_per_session,
+            temp_bytes=None if temp is None else temp.to_distribution(),
+        )
+
+
+class BranchSpec(Spec):
+    name: Annotated[str, Field(pattern=f"^{BRANCH_NAME}$", max_length=64)]
+    parent: str | None = None  # a branch declared earlier; default the first branch
+    computes: list[ComputeSpec] = []
+
+    def computes_of(self, compute_type: str) -> list[ComputeSpec]:
+        return [c for c in self.computes if c.type == compute_type]
+
+
+class ProjectSpec(Spec):
+    """A project template; `count` projects are made from it."""
+
+    name: Annotated[str, Field(pattern=f"^{TEMPLATE_NAME}$", max_length=63)]
+    count: Annotated[int, Field(ge=1, le=MAX_COUNT)] = 1
+    plan: PlanName | None = None  # default: the scenario's plan
+    history_retention: Duration = 86_400.0
+    branches: Annotated[list[BranchSpec], Field(min_length=1)]
+
+    def branch(self, name: str) -> BranchSpec | None:
+        return next((b for b in self.branches if b.name == name), None)
+
+    def parent_of(self, branch: BranchSpec) -> str | None:
+        """The parent branch's name; None for the default (first) branch."""
+        if branch is self.branches[0]:
+            return None
+        return branch.parent or self.branches[0].name
+
+
+@dataclass(frozen=True, eq=False)
+class ProjectInstance:
+    template: ProjectSpec
+    index: int
+    key: str  # "shop[3]": what references and project-scoped keys name
+
+
+# ---- engine, faults, keys, releases, actions ------------------------------------------------
+
+
+class AutoscalerSpec(Spec):
+    target_cpu_utilisation: Annotated[float, Field(gt=0, le=1)] = (
+        _ENGINE.autoscaler.target_cpu_utilisation
+    )
+    target_memory_utilisation: Annotated[float, Field(gt=0, le=1)] = (
+        _ENGINE.autoscaler.target_memory_utilisation
+    )
+    reaction_delay: Duration = _ENGINE.autoscaler.reaction_delay_s
+
+
+class EngineSpec(Spec):
+    """Maps one to one onto `EngineConfig`; its defaults are EngineConfig's."""
+
+    cold_start: DistributionSpec = Field(
+        default_factory=lambda: DistributionSpec.of(_ENGINE.cold_start)
+    )
+    operation_durations: dict[str, DistributionSpec] = {}  # overrides, per action
+    pool_share: Annotated[float, Field(gt=0, le=1)] = _ENGINE.pool_share
+    pool_queue_timeout: Duration = _ENGINE.pool_queue_timeout_s
+    autoscaling_connections: Literal["max", "min"] = _ENGINE.autoscaling_connections.value
+    autoscaler: AutoscalerSpec = AutoscalerSpec()
+    # null turns the behaviour off
+    check_availability_every: PositiveDuration | None = _ENGINE.check_availability_every_s
+    detach_after: PositiveDuration | None = _ENGINE.detach_after_s
+    archive_after: PositiveDuration | None = _ENGINE.archive_after_s
+    user_sync_delay: Duration = _ENGINE.user_sync_delay_s
+
+    @field_validator("operation_durations")
+    @classmethod
+    def _known_actions(cls, value: dict[str, DistributionSpec]) -> dict[str, DistributionSpec]:
+        names = sorted(a.value for a in Action if a is not Action.START_COMPUTE)
+        for key in value:
+            if key == Action.START_COMPUTE.value:
+                raise ValueError("start_compute takes its duration from engine.cold_start")
+            if key not in names:
+                raise ValueError(f"unknown action {key!r} (one of {', '.join(names)})")
+        return value
+
+
+class OutageSpec(Spec):
+    at: Duration
+    duration: PositiveDuration
+
+
+class FaultsSpec(Spec):
+    operation_failure_rate: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    retry_backoff: Duration = 5.0
+    outages: list[OutageSpec] = []  # the API answers 503 (HTTP layer)
+    extra_latency_ms: NonNegative = 0.0
+
+
+class KeySpec(Spec):
+    key: Annotated[str, Field(min_length=16)]
+    kind: Literal["personal", "organization", "project"]
+    project: str | None = None  # kind project only: "shop" (= shop[0]) or "shop[2]"
+
+    @model_validator(mode="after")
+    def _project_for_project_keys(self) -> KeySpec:
+        if (self.kind == "project") != (self.project is not None):
+            raise ValueError("a key names a project (project: <template>) iff kind is project")
+        return self
+
+
+class ReleaseSpec(Spec):
+    at: Duration
+    version: Annotated[str, Field(min_length=1)]
+
+
+class ActionSpec(Spec):
+    at: Duration
+    call: str  # "METHOD /path" with {references}
+    body: dict[str, Any] | None = None
+
+    @field_validator("call")
+    @classmethod
+    def _call_shape(cls, value: str) -> str:
+        parse_call(value)
+        return value
+
+    @property
+    def method(self) -> str:
+        return parse_call(self.call)[0]
+
+    @property
+    def path(self) -> str:
+        return parse_call(self.call)[1]
+
+    def references(self) -> list[Reference]:
+        return parse_call(self.call)[2]
+
+
+# ---- the scenario ---------------------------------------------------------------------------
+
+
+class Scenario(Spec):
+    name: Annotated[str, Field(min_length=1)]
+    seed: Annotated[int, Field(ge=0)] = 0
+    start: datetime = DEFAULT_START  # UTC; a naive instant is taken as UTC
+    duration: PositiveDuration  # seconds
+    plan: PlanName = "launch"
+    price_per_cu_hour: NonNegative = 0.16
+    region_id: Annotated[str, Field(min_length=1)] = "aws-us-east-2"
+    record_connections: Literal["all", "sampled", "off"] = "all"
+    connection_sample_rate: Annotated[float, Field(gt=0, le=1)] = 0.01
+    engine: EngineSpec = EngineSpec()
+    faults: FaultsSpec = FaultsSpec()
+    keys: list[KeySpec] = []
+    releases: list[ReleaseSpec] = []
+    projects: Annotated[list[ProjectSpec], Field(min_length=1)]
+    actions: list[ActionSpec] = []
+
+    @field_validator("start", mode="before")
+    @classmethod
+    def _parse_start(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return datetime.fromisoformat(value.strip())
+            except ValueError:
+                raise ValueError(f"not an ISO 8601 instant: {value!r}") from None
+        if isinstance(value, date) and not isinstance(value, datetime):
+            return datetime.combine(value, time())
+        return value
+
+    @field_validator("start")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        try:
+            return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        except OverflowError:
+            raise ValueError(f"{value.isoformat()} is out of range in UTC") from None
+
+    def template(self, name: str) -> ProjectSpec | None:
+        return next((p for p in self.projects if p.name == name), None)
+
+    def plan_of(self, template: ProjectSpec) -> Plan:
+        return Plan(template.plan or self.plan)
+
+    def instances(self) -> list[ProjectInstance]:
+        """Every project the run creates: template order, then index."""
+        return [
+            ProjectInstance(p, i, f"{p.name}[{i}]") for p in self.projects for i in range(p.count)
+        ]
+
+    def engine_config(self) -> EngineConfig:
+        e, f = self.engine, self.faults
+        durations = dict(_ENGINE.operation_durations)
+        durations.update({Action(k): v.to_distribution() for k, v in e.operation_durations.items()})
+        return EngineConfig(
+            cold_start=e.cold_start.to_distribution(),
+            operation_durations=durations,
+            operation_failure_rate=f.operation_failure_rate,
+            retry_backoff_s=f.retry_backoff,
+            pool_share=e.pool_share,
+            pool_queue_timeout_s=e.pool_queue_timeout,
+            autoscaling_connections=AutoscalingConnections(e.autoscaling_connections),
+            autoscaler=AutoscalerConfig(
+                target_cpu_utilisation=e.autoscaler.target_cpu_utilisation,
+                target_memory_utilisation=e.autoscaler.target_memory_utilisation,
+                reaction_delay_s=e.autoscaler.reaction_delay,
+            ),
+            check_availability_every_s=e.check_availability_every,
+            detach_after_s=e.detach_after,
+            archive_after_s=e.archive_after,
+            user_sync_delay_s=e.user_sync_delay,
+            record_connections=ConnectionRecording(self.record_connections),
+            connection_sample_rate=self.connection_sample_rate,
+        )

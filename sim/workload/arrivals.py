@@ -1,0 +1,257 @@
+"""Arrival processes: when connections reach a compute, in seconds since the scenario start.
+
+Five kinds (Poisson, Diurnal, Bursty, Periodic, Replay), each a frozen
+dataclass with `times(rng, t0, t1)` and `mean_rate_per_s(t0, t1)`; `chunks`
+yields a long window piece by piece. How the Generator is consumed (and why
+results do not depend on the chunk size) is told in `sim.workload.streams`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from sim.workload.streams import (
+    BLOCK_S,
+    DAY_S,
+    EMPTY,
+    HOUR_S,
+    ArrivalProcess,
+    Block,
+    MemorylessProcess,
+    SpreadProcess,
+    check_number,
+    chunks,
+    grid,
+    sorted_uniform,
+)
+from sim.workload.traces import read_arrivals_csv
+
+__all__ = [
+    "BLOCK_S",
+    "ArrivalProcess",
+    "Bursty",
+    "Diurnal",
+    "Periodic",
+    "Poisson",
+    "Replay",
+    "chunks",
+]
+
+
+@dataclass(frozen=True)
+class Poisson(MemorylessProcess):
+    """Homogeneous Poisson arrivals at `per_hour` on average."""
+
+    per_hour: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "per_hour", check_number("per_hour", self.per_hour))
+
+    def _draw(self, rng: np.random.Generator, a: float, b: float) -> np.ndarray:
+        return sorted_uniform(rng, a, b, int(rng.poisson(self.per_hour / HOUR_S * (b - a))))
+
+    def mean_rate_per_s(self, t0: float, t1: float) -> float:
+        return self.per_hour / HOUR_S
+
+
+@dataclass(frozen=True)
+class Diurnal(MemorylessProcess):
+    """A daily profile: a cosine from trough to peak (at `peak_hour` UTC), or 24 hourly rates.
+
+    `start_hour_offset_s` is the scenario start's seconds after UTC midnight,
+    so that t = 0 falls at the right hour of day. Drawn by thinning a Poisson
+    stream at the peak rate, which is exact for a bounded rate.
+    """
+
+    peak_per_hour: float | None = None
+    trough_per_hour: float | None = None
+    peak_hour: float | None = None
+    hourly: tuple[float, ...] | None = None
+    start_hour_offset_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__
+        offset = check_number("start_hour_offset_s", self.start_hour_offset_s)
+        put(self, "start_hour_offset_s", offset)
+        cosine = (self.peak_per_hour, self.trough_per_hour, self.peak_hour)
+        if self.hourly is not None:
+            if any(v is not None for v in cosine):
+                raise ValueError("give either hourly rates or peak/trough/peak_hour, not both")
+            rates = tuple(check_number("hourly rate", v) for v in self.hourly)
+            if len(rates) != 24:
+                raise ValueError(f"hourly needs 24 rates (one per UTC hour), got {len(rates)}")
+            put(self, "hourly", rates)
+            return
+        if any(v is None for v in cosine):
+            raise ValueError("give peak_per_hour, trough_per_hour and peak_hour, or hourly")
+        peak = check_number("peak_per_hour", self.peak_per_hour)
+        trough = check_number("trough_per_hour", self.trough_per_hour)
+        hour = check_number("peak_hour", self.peak_hour)
+        if trough > peak:
+            raise ValueError(f"trough_per_hour {trough:g} is above peak_per_hour {peak:g}")
+        if hour >= 24:
+            raise ValueError(f"peak_hour must be in [0, 24), got {hour:g}")
+        put(self, "peak_per_hour", peak)
+        put(self, "trough_per_hour", trough)
+        put(self, "peak_hour", hour)
+
+    @property
+    def max_per_hour(self) -> float:
+        return max(self.hourly) if self.hourly is not None else float(self.peak_per_hour or 0.0)
+
+    def rate_per_hour(self, t: np.ndarray | float) -> np.ndarray:
+        """The instantaneous rate (arrivals per hour) at simulated instants t."""
+        hour = ((np.asarray(t, dtype=np.float64) + self.start_hour_offset_s) % DAY_S) / HOUR_S
+        if self.hourly is not None:
+            return np.asarray(self.hourly)[np.minimum(hour.astype(np.int64), 23)]
+        peak, trough = float(self.peak_per_hour or 0.0), float(self.trough_per_hour or 0.0)
+        shape = 0.5 * (1.0 + np.cos(2.0 * np.pi * (hour - float(self.peak_hour or 0.0)) / 24.0))
+        return trough + (peak - trough) * shape
+
+    def _draw(self, rng: np.random.Generator, a: float, b: float) -> np.ndarray:
+        top = self.max_per_hour
+        n = int(rng.poisson(top / HOUR_S * (b - a)))
+        t = a + (b - a) * rng.random(n)
+        keep = rng.random(n) * top < self.rate_per_hour(t)
+        t = np.sort(t[keep])
+        return np.minimum(t, np.nextafter(b, a), out=t)
+
+    def _expected(self, t: float) -> float:
+        """Expected arrivals from UTC midnight of the start day to simulated instant t."""
+        x = (t + self.start_hour_offset_s) / HOUR_S  # hours since that midnight
+        if self.hourly is not None:
+            days, rest = divmod(x, 24.0)
+            i = min(int(rest), 23)
+            return days * sum(self.hourly) + sum(self.hourly[:i]) + self.hourly[i] * (rest - i)
+        peak, trough = float(self.peak_per_hour or 0.0), float(self.trough_per_hour or 0.0)
+        amp, w, p = (peak - trough) / 2.0, 2.0 * math.pi / 24.0, float(self.peak_hour or 0.0)
+        return (trough + amp) * x + amp / w * (math.sin(w * (x - p)) + math.sin(w * p))
+
+    def mean_rate_per_s(self, t0: float, t1: float) -> float:
+        if t1 == t0:
+            return float(self.rate_per_hour(t0)) / HOUR_S
+        return (self._expected(t1) - self._expected(t0)) / (t1 - t0)
+
+
+@dataclass(frozen=True)
+class Bursty(ArrivalProcess):
+    """Markov-modulated Poisson: exponential on and off periods, each with its own rate.
+
+    Each call starts in the stationary state (on with probability
+    mean_on / (mean_on + mean_off)); exponential periods make that exact.
+    """
+
+    on_per_hour: float
+    off_per_hour: float
+    mean_on_s: float
+    mean_off_s: float
+
+    def __post_init__(self) -> None:
+        for name in ("on_per_hour", "off_per_hour"):
+            object.__setattr__(self, name, check_number(name, getattr(self, name)))
+        for name in ("mean_on_s", "mean_off_s"):
+            object.__setattr__(self, name, check_number(name, getattr(self, name), positive=True))
+
+    @property
+    def p_on(self) -> float:
+        return self.mean_on_s / (self.mean_on_s + self.mean_off_s)
+
+    def mean_rate_per_s(self, t0: float, t1: float) -> float:
+        return (self.p_on * self.on_per_hour + (1 - self.p_on) * self.off_per_hour) / HOUR_S
+
+    def _blocks(self, rng: np.random.Generator, t0: float, t1: float) -> Iterator[Block]:
+        means = {True: self.mean_on_s, False: self.mean_off_s}
+        rates = {True: self.on_per_hour / HOUR_S, False: self.off_per_hour / HOUR_S}
+        unit_exp = _unit_exponentials(rng)
+        on = bool(rng.random() < self.p_on)
+        switch_at = t0 + means[on] * next(unit_exp)
+        for a, b in grid(t0, t1):
+            starts, lengths, seg_rates, s = [], [], [], a
+            while True:
+                e = min(switch_at, b)
+                if e > s:
+                    starts.append(s)
+                    lengths.append(e - s)
+                    seg_rates.append(rates[on])
+                if switch_at >= b:
+                    break
+                s, on = switch_at, not on
+                switch_at += means[on] * next(unit_exp)
+            seg_len = np.asarray(lengths)
+            counts = rng.poisson(np.asarray(seg_rates) * seg_len)
+            x = np.repeat(np.asarray(starts), counts) + np.repeat(seg_len, counts) * rng.random(
+                int(counts.sum())
+            )
+            x.sort()
+            yield b, np.minimum(x, np.nextafter(b, a), out=x)
+
+
+def _unit_exponentials(rng: np.random.Generator, batch: int = 256) -> Iterator[float]:
+    # period lengths are drawn in batches: one numpy call per 256 periods, not per period
+    while True:
+        yield from rng.standard_exponential(batch).tolist()
+
+
+@dataclass(frozen=True)
+class Periodic(SpreadProcess):
+    """A cron-like job: arrivals at offset_s + k * every_s (k >= 0), each plus U[0, jitter_s)."""
+
+    every_s: float
+    offset_s: float = 0.0
+    jitter_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "every_s", check_number("every_s", self.every_s, positive=True))
+        for name in ("offset_s", "jitter_s"):
+            object.__setattr__(self, name, check_number(name, getattr(self, name)))
+
+    @property
+    def spread(self) -> float:
+        return self.jitter_s
+
+    def anchors(self, lo: float, hi: float) -> np.ndarray:
+        k0 = max(0, math.floor((lo - self.offset_s) / self.every_s))
+        k1 = max(k0, math.ceil((hi - self.offset_s) / self.every_s) + 1)
+        x = self.offset_s + self.every_s * np.arange(k0, k1, dtype=np.float64)
+        return x[(x >= lo) & (x < hi)]
+
+
+@dataclass(frozen=True, eq=False)
+class Replay(SpreadProcess):
+    """Arrivals read from a trace: exact instants, or per-minute counts spread in each minute.
+
+    `times_s` are anchors in seconds since the scenario start (sorted on
+    construction, an instant repeated once per arrival); `spread_s` is 0 for
+    exact instants and 60 for per-minute counts.
+    """
+
+    times_s: np.ndarray = field(default_factory=lambda: EMPTY)
+    spread_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        t = np.sort(np.asarray(self.times_s, dtype=np.float64))
+        if not np.isfinite(t).all():
+            raise ValueError("replay times must be finite")
+        t.setflags(write=False)
+        object.__setattr__(self, "times_s", t)
+        object.__setattr__(self, "spread_s", check_number("spread_s", self.spread_s))
+
+    @property
+    def spread(self) -> float:
+        return self.spread_s
+
+    def anchors(self, lo: float, hi: float) -> np.ndarray:
+        i, j = np.searchsorted(self.times_s, [lo, hi], side="left")
+        return self.times_s[i:j]
+
+    @classmethod
+    def from_csv(cls, path: str | Path, start: datetime, format: str | None = None) -> Replay:
+        """Read a trace; see `sim.workload.traces.read_arrivals_csv` for the two layouts."""
+        anchors, spread = read_arrivals_csv(path, start, format)
+        return cls(times_s=anchors, spread_s=spread)
