@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sim.engine.lifecycle import ACTIVE, IDLE, INIT
+from sim.engine.lifecycle import ACTIVE, IDLE
 from sim.engine.model import Branch, Compute, Operation, Project
 from sim.engine.records import Outcome
 from sim.engine.runtime import ComputeRuntime

@@ -7,7 +7,7 @@ its `engine:` and `faults:` sections onto these fields one to one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from sim.rules.connections import DEFAULT_POOL_SHARE, AutoscalingConnections
 from sim.rules.operations import Action
@@ -34,7 +34,7 @@ def _default_operation_durations() -> dict[Action, Distribution]:
     }
 
 
-class ConnectionRecording(str, Enum):
+class ConnectionRecording(StrEnum):
     ALL = "all"
     SAMPLED = "sampled"
     OFF = "off"

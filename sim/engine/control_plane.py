@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from sim.engine.auth import ManagedAuth
 from sim.engine.clock import DEFAULT_START, Clock, to_us
 from sim.engine.computes import ComputeVerbs, validate_spec
 from sim.engine.config import EngineConfig
@@ -32,6 +33,7 @@ from sim.rules.states import OperationStatus
 
 MAX_LIST_LIMIT = 1000
 NAME_MAX = 256
+PG_VERSIONS = (14, 15, 16, 17)  # Postgres major versions a project may run
 
 
 @dataclass
@@ -75,6 +77,7 @@ class ControlPlane(ComputeVerbs, Lifecycle):
         self.computes: dict[str, Compute] = {}
         self.operations: dict[str, Operation] = {}
         self._unnamed_projects = 0
+        self.auth = ManagedAuth(self)
 
     # -- time ----------------------------------------------------------------
     @property
@@ -154,7 +157,7 @@ class ControlPlane(ComputeVerbs, Lifecycle):
         plan: Plan | str | None = None, owner_id: str = "user-1", org_id: str | None = None,
         history_retention_seconds: int = 86_400, branch_name: str = "main",
         default_endpoint: dict[str, Any] | None = None, with_compute: bool = True,
-        compute_key: str | None = None,
+        compute_key: str | None = None, pg_version: int = 17,
     ) -> Created:
         """A project with its default branch and read_write compute (create_timeline, start)."""
         if name is not None:
@@ -164,6 +167,8 @@ class ControlPlane(ComputeVerbs, Lifecycle):
         except ValueError:
             raise invalid("project.plan", f"must be one of {[p.value for p in Plan]}") from None
         _check_retention(history_retention_seconds)
+        if pg_version not in PG_VERSIONS or isinstance(pg_version, bool):
+            raise invalid("project.pg_version", f"must be one of {list(PG_VERSIONS)}")
         spec = validate_spec(plan, dict(default_endpoint or {}), "project.default_endpoint_settings.")
         now = self.env.now
         if key is None:
@@ -172,7 +177,7 @@ class ControlPlane(ComputeVerbs, Lifecycle):
         project = Project(
             id="", name=name or "", key=key, region_id=region_id or self.region_id, plan=plan,
             created_at=now, updated_at=now, owner_id=owner_id, org_id=org_id,
-            history_retention_seconds=history_retention_seconds,
+            history_retention_seconds=history_retention_seconds, pg_version=pg_version,
         )
         project.id = self.ids.project(self.id_stream(project))
         project.name = project.name or project.id
@@ -216,6 +221,7 @@ class ControlPlane(ComputeVerbs, Lifecycle):
             self.branches[branch_id].deleted_at = self.env.now
         op = self.submit_project_op(project, Action.DELETE_TENANT, project.default_branch_id)
         project.deleted_at = self.env.now
+        self.auth.project_deleted(project.id)
         return project, [op]
 
     def attach_storage(self, project_id: str) -> Operation:
@@ -292,6 +298,7 @@ class ControlPlane(ComputeVerbs, Lifecycle):
             ops += self.remove_compute(self.computes[compute_id])
         branch.deleted_at = self.env.now
         project.branches.remove(branch.id)
+        self.auth.branch_deleted(project.id, branch.id)
         return branch, ops
 
     # -- operations --------------------------------------------------------------

@@ -106,7 +106,8 @@ class Lifecycle:
         rt = c.runtime
         assert rt is not None
         c.current_state = IDLE
-        c.pending_state = None
+        if c.pending_state == IDLE:  # a restart's start_compute may already have begun
+            c.pending_state = None
         c.suspended_at = now
         c.updated_at = now
         c.cu = 0.0

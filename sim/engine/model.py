@@ -149,6 +149,7 @@ class Project:
     owner_id: str = "user-1"
     org_id: str | None = None
     history_retention_seconds: int = 86_400
+    pg_version: int = 17
     default_branch_id: str = ""
     detached: bool = False
     idle_since: float | None = None  # no compute of the project on since then
