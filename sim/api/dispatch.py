@@ -1,39 +1,46 @@
-"""Call the management API without HTTP: (method, path, body) -> (status, JSON body).
+"""Call the management API without HTTP sockets: (method, path, body) -> (status, JSON body).
 
-Scenario `actions:` go through here, so a scripted call meets the same
-handlers as a request to `sim serve`. Provisional table of compute routes;
-the HTTP layer replaces it with its own route table.
+Scenario `actions:` go through here, so a scripted call meets exactly the
+route handlers (parsing, checks, error bodies) of a request to `sim serve`.
+The call never moves the clock: it runs at the control plane's current instant,
+with an internal key that reaches every project.
 """
 
 from __future__ import annotations
 
-import re
+import threading
 from typing import Any
 
+from sim.api.client import SimClient
+from sim.api.keys import ApiKey, KeyKind, new_secret
+from sim.api.server import SimServer
 from sim.engine.control_plane import ControlPlane
-from sim.rules.errors import ApiError, not_found
 
-_ROUTES = [
-    ("PATCH", r"/projects/(?P<p>[^/]+)/endpoints/(?P<e>[^/]+)",
-     lambda cp, m, body: cp.update_compute(m["p"], m["e"], **(body or {}).get("endpoint", {}))),
-    ("DELETE", r"/projects/(?P<p>[^/]+)/endpoints/(?P<e>[^/]+)",
-     lambda cp, m, body: cp.delete_compute(m["p"], m["e"])),
-    ("POST", r"/projects/(?P<p>[^/]+)/endpoints/(?P<e>[^/]+)/restart",
-     lambda cp, m, body: cp.restart_compute(m["p"], m["e"])),
-    ("POST", r"/projects/(?P<p>[^/]+)/endpoints/(?P<e>[^/]+)/start",
-     lambda cp, m, body: cp.start_compute(m["p"], m["e"])),
-    ("POST", r"/projects/(?P<p>[^/]+)/endpoints/(?P<e>[^/]+)/suspend",
-     lambda cp, m, body: cp.suspend_compute(m["p"], m["e"])),
-]
+_lock = threading.Lock()
+_client: SimClient | None = None
+_idle: ControlPlane | None = None
+
+
+def _dispatcher() -> SimClient:
+    """One manual-clock server; the caller's control plane is swapped in per call."""
+    global _client, _idle
+    if _client is None:
+        server = SimServer()
+        _idle = server.cp
+        secret = new_secret()
+        server.keys.add(ApiKey(secret, KeyKind.INTERNAL))
+        _client = SimClient(server, secret)
+    return _client
 
 
 def dispatch(cp: ControlPlane, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    try:
-        for verb, pattern, handler in _ROUTES:
-            m = re.fullmatch(pattern, path)
-            if verb == method and m:
-                handler(cp, m, body)
-                return 200, None
-        raise not_found("route", f"{method} {path}")
-    except ApiError as err:
-        return err.status, err.body()
+    """`path` as after the version segment: "/projects/{id}/endpoints/{id}"."""
+    with _lock:
+        client = _dispatcher()
+        client.server.cp = cp
+        try:
+            kwargs: dict[str, Any] = {} if body is None else {"json": body}
+            response = client.request(method.upper(), path.lstrip("/"), **kwargs)
+        finally:
+            client.server.cp = _idle  # type: ignore[assignment]  # hold no one's fleet
+        return response.status_code, response.json() if response.content else None

@@ -1,0 +1,71 @@
+"""`create_app(server)`: the FastAPI application of `sim serve`.
+
+    /api/v2/...   the management API (computes, operations, projects, branches)
+    /_sim/...     the simulation's control calls (clock, connections, faults, reset)
+    /             the console page;  /docs  the OpenAPI document, browsable
+
+Routes live in `computes`, `projects`, `control` and `console` (one route
+table each); `errors` turns every refusal into the one error body.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from sim.api import computes, console, control, errors, projects
+from sim.api.server import SimServer
+
+DESCRIPTION = """\
+The management API of a serverless-Postgres control plane, served over
+**simulated time**. Every call needs `authorization: Bearer <API key>`.
+Errors are `{"code", "message", "request_id"}`.
+
+With a manual clock, time moves only through `POST /_sim/advance`; with a
+realtime clock the world runs at `speed` x wall time.
+"""
+
+
+def create_app(server: SimServer) -> FastAPI:
+    app = FastAPI(
+        title="sim: management API over simulated time",
+        version="2",
+        description=DESCRIPTION,
+        docs_url="/docs",
+        redoc_url=None,
+        openapi_tags=[
+            {"name": "computes", "description": "compute endpoints (spec.md #17-#21)"},
+            {"name": "operations", "description": "operations (spec.md #22, #23)"},
+            {"name": "projects"},
+            {"name": "branches"},
+            {"name": "simulation", "description": "the simulator's own controls (/_sim)"},
+        ],
+    )
+    app.state.server = server
+    errors.install(app, server)
+    app.include_router(computes.router)
+    app.include_router(projects.router)
+    app.include_router(control.router)
+    app.include_router(console.router)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document, less its default 422 validation answer: ours is a 400 ErrorBody."""
+    if app.openapi_schema is None:
+        doc = get_openapi(title=app.title, version=app.version, description=app.description,
+                          routes=app.routes, tags=app.openapi_tags)
+        for operations in doc.get("paths", {}).values():
+            for op in operations.values():
+                answer = op.get("responses", {}).get("422", {})
+                schema = answer.get("content", {}).get("application/json", {}).get("schema", {})
+                if schema.get("$ref", "").endswith("/HTTPValidationError"):
+                    del op["responses"]["422"]
+        schemas = doc.get("components", {}).get("schemas", {})
+        for name in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(name, None)
+        app.openapi_schema = doc
+    return app.openapi_schema

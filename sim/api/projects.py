@@ -1,0 +1,168 @@
+"""Routes of projects and branches: the minimal real-shaped set of DESIGN.md.
+
+A project lists only where the key reaches; creating one needs a personal or
+organization key (a project-scoped key gets 403).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from sim.api import serialize as ser
+from sim.api.computes import OUT
+from sim.api.deps import Key, Server, given
+from sim.api.errors import ERRORS, STATE_ERRORS, error_docs
+from sim.api.schemas import (
+    BranchCreated,
+    BranchCreateRequest,
+    BranchesResponse,
+    BranchOperations,
+    BranchResponse,
+    ProjectCreate,
+    ProjectCreated,
+    ProjectCreateRequest,
+    ProjectOperations,
+    ProjectResponse,
+    ProjectsResponse,
+    ProjectUpdateRequest,
+)
+from sim.rules.errors import not_found
+
+router = APIRouter(prefix="/api/v2", responses=ERRORS)
+MAX_PROJECTS_PAGE = 400  # as the real API's list of projects
+DEFAULT_PROJECTS_PAGE = 10
+
+
+def _default_endpoint(spec: ProjectCreate) -> dict[str, Any]:
+    """default_endpoint_settings (and the older top-level size fields) as compute values."""
+    values = given(spec, include={"autoscaling_limit_min_cu", "autoscaling_limit_max_cu",
+                                  "provisioner"})
+    defaults = given(spec.default_endpoint_settings)
+    settings = {k: defaults.pop(k) for k in ("pg_settings", "pgbouncer_settings") if k in defaults}
+    values.update(defaults)
+    if settings:
+        values["settings"] = settings
+    return values
+
+
+# ---- projects --------------------------------------------------------------------------------
+
+
+@router.post("/projects", status_code=201, tags=["projects"], response_model=ProjectCreated,
+             responses=error_docs(403), **OUT)
+def create_project(body: ProjectCreateRequest, server: Server, key: Key):
+    """A project with its default branch and primary compute (create_timeline, start_compute)."""
+    spec = body.project
+    owner_id, org_id = key.owner_of_new_project(spec.org_id)
+    args = given(spec, include={"name", "region_id", "pg_version", "plan",
+                                     "history_retention_seconds"})
+    if spec.branch is not None and spec.branch.name is not None:
+        args["branch_name"] = spec.branch.name
+    name = args.pop("name", None)
+    with server.world() as cp:
+        made = cp.create_project(name, owner_id=owner_id, org_id=org_id,
+                                 default_endpoint=_default_endpoint(spec), **args)
+        primary = made.computes[0] if made.computes else None
+        return {
+            "project": ser.project(cp, made.project),
+            "connection_uris": ser.connection_uris(cp, made.project, primary),
+            "roles": ser.roles(cp, made.branch),
+            "databases": ser.databases(cp, made.branch),
+            "operations": ser.operations(cp, made.operations),
+            "branch": ser.branch(cp, made.branch),
+            "endpoints": ser.endpoints(cp, made.computes),
+        }
+
+
+@router.get("/projects", tags=["projects"], response_model=ProjectsResponse, **OUT)
+def list_projects(
+    server: Server, key: Key,
+    limit: Annotated[int, Query(ge=1, le=MAX_PROJECTS_PAGE)] = DEFAULT_PROJECTS_PAGE,
+    cursor: Annotated[str | None, Query(description="the id of the last project seen")] = None,
+):
+    """The projects the key reaches, oldest first, a page at a time."""
+    with server.world() as cp:
+        reached = [p for p in cp.list_projects() if key.reaches(p)]
+        if cursor:
+            ids = [p.id for p in reached]
+            if cursor not in ids:
+                raise not_found("project", cursor, "cursor")
+            reached = reached[ids.index(cursor) + 1:]
+        page = reached[:limit]
+        return {"projects": ser.projects(cp, page),
+                "pagination": {"cursor": page[-1].id if page else cursor}}
+
+
+@router.get("/projects/{project_id}", tags=["projects"], response_model=ProjectResponse, **OUT)
+def get_project(project_id: str, server: Server, key: Key):
+    with server.world() as cp:
+        return {"project": ser.project(cp, key.project(cp, project_id))}
+
+
+@router.patch("/projects/{project_id}", tags=["projects"], response_model=ProjectOperations,
+              **OUT)
+def update_project(project_id: str, body: ProjectUpdateRequest, server: Server, key: Key):
+    """Rename, or change the restore window (an apply_storage_config operation)."""
+    changes = given(body.project)
+    with server.world() as cp:
+        key.project(cp, project_id)
+        project, ops = cp.update_project(project_id, **changes)
+        return {"project": ser.project(cp, project), "operations": ser.operations(cp, ops)}
+
+
+@router.delete("/projects/{project_id}", tags=["projects"], response_model=ProjectOperations,
+               **OUT)
+def delete_project(project_id: str, server: Server, key: Key):
+    """Delete the project, its branches and computes (a delete_tenant operation)."""
+    with server.world() as cp:
+        key.project(cp, project_id)
+        project, ops = cp.delete_project(project_id)
+        return {"project": ser.project(cp, project), "operations": ser.operations(cp, ops)}
+
+
+# ---- branches --------------------------------------------------------------------------------
+
+
+@router.post("/projects/{project_id}/branches", status_code=201, tags=["branches"],
+             response_model=BranchCreated, responses=STATE_ERRORS, **OUT)
+def create_branch(project_id: str, server: Server, key: Key,
+                  body: BranchCreateRequest | None = None):
+    """A branch (create_branch) with the computes listed in `endpoints`."""
+    body = body or BranchCreateRequest()
+    spec = given(body.branch)
+    endpoints = [given(e) for e in body.endpoints or []]
+    with server.world() as cp:
+        key.project(cp, project_id)
+        made = cp.create_branch(project_id, spec.get("name"), spec.get("parent_id"), endpoints)
+        return {"branch": ser.branch(cp, made.branch),
+                "endpoints": ser.endpoints(cp, made.computes),
+                "operations": ser.operations(cp, made.operations)}
+
+
+@router.get("/projects/{project_id}/branches", tags=["branches"],
+            response_model=BranchesResponse, **OUT)
+def list_branches(project_id: str, server: Server, key: Key):
+    with server.world() as cp:
+        key.project(cp, project_id)
+        return {"branches": ser.branches(cp, cp.list_branches(project_id), project_id)}
+
+
+@router.get("/projects/{project_id}/branches/{branch_id}", tags=["branches"],
+            response_model=BranchResponse, **OUT)
+def get_branch(project_id: str, branch_id: str, server: Server, key: Key):
+    with server.world() as cp:
+        key.project(cp, project_id)
+        branch = cp.get_branch(project_id, branch_id)
+        return {"branch": ser.branches(cp, [branch], project_id)[0]}
+
+
+@router.delete("/projects/{project_id}/branches/{branch_id}", tags=["branches"],
+               response_model=BranchOperations, responses=STATE_ERRORS, **OUT)
+def delete_branch(project_id: str, branch_id: str, server: Server, key: Key):
+    """Delete a branch and its computes; the default branch and parents are refused (409)."""
+    with server.world() as cp:
+        key.project(cp, project_id)
+        branch, ops = cp.delete_branch(project_id, branch_id)
+        return {"branch": ser.branch(cp, branch), "operations": ser.operations(cp, ops)}

@@ -1,0 +1,390 @@
+"""Request and response bodies of the API, as pydantic models: the OpenAPI document.
+
+Requests refuse unknown fields and take values in their JSON types only (no
+"5" for 5). They check shapes, never the rules of spec.md: sizes, timeouts,
+states and the one-primary rule are the engine's, so a value of the right
+type always reaches the control plane, which accepts it or says why not.
+Field names and shapes follow the real API v2 (and the official client's
+models), so real clients parse every answer.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from sim.rules.operations import Action
+from sim.rules.states import ComputeState, ComputeType, OperationStatus
+
+Number = Annotated[float, Field(strict=True)]  # a JSON number (integers too), never a string
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---- requests --------------------------------------------------------------------------------
+
+
+class EndpointSettings(Body):
+    pg_settings: dict[str, str] | None = None
+    pgbouncer_settings: dict[str, str] | None = None
+
+
+class EndpointFields(Body):
+    autoscaling_limit_min_cu: Number | None = None
+    autoscaling_limit_max_cu: Number | None = None
+    suspend_timeout_seconds: StrictInt | None = Field(
+        None, description="0 = default (300 s), -1 = never suspend, otherwise 60..604800")
+    pooler_enabled: StrictBool | None = None
+    pooler_mode: StrictStr | None = None
+    settings: EndpointSettings | None = None
+    disabled: StrictBool | None = None
+    passwordless_access: StrictBool | None = None
+    provisioner: StrictStr | None = None
+    name: StrictStr | None = None
+    pool_size: StrictInt | None = Field(
+        None, description="simulator: server connections of the pooler (default: a share of "
+                          "max_connections)")
+    region_id: StrictStr | None = None
+
+
+class EndpointCreate(EndpointFields):
+    branch_id: StrictStr
+    type: ComputeType
+
+
+class EndpointUpdate(EndpointFields):
+    branch_id: StrictStr | None = Field(None, description="move the compute to this branch")
+
+
+class EndpointCreateRequest(Body):
+    endpoint: EndpointCreate
+
+
+class EndpointUpdateRequest(Body):
+    endpoint: EndpointUpdate
+
+
+class BranchEndpoint(EndpointFields):
+    type: ComputeType
+
+
+class BranchCreate(Body):
+    name: StrictStr | None = None
+    parent_id: StrictStr | None = None
+
+
+class BranchCreateRequest(Body):
+    branch: BranchCreate | None = None
+    endpoints: list[BranchEndpoint] | None = None
+
+
+class DefaultEndpointSettings(Body):
+    pg_settings: dict[str, str] | None = None
+    pgbouncer_settings: dict[str, str] | None = None
+    autoscaling_limit_min_cu: Number | None = None
+    autoscaling_limit_max_cu: Number | None = None
+    suspend_timeout_seconds: StrictInt | None = None
+
+
+class ProjectBranch(Body):
+    name: StrictStr | None = None
+
+
+class ProjectCreate(Body):
+    name: StrictStr | None = None
+    region_id: StrictStr | None = None
+    pg_version: StrictInt | None = None
+    history_retention_seconds: StrictInt | None = None
+    default_endpoint_settings: DefaultEndpointSettings | None = None
+    autoscaling_limit_min_cu: Number | None = None
+    autoscaling_limit_max_cu: Number | None = None
+    provisioner: StrictStr | None = None
+    branch: ProjectBranch | None = None
+    org_id: StrictStr | None = None
+    plan: StrictStr | None = Field(None, description="simulator: free, launch, scale, business")
+
+
+class ProjectCreateRequest(Body):
+    project: ProjectCreate
+
+
+class ProjectUpdate(Body):
+    name: StrictStr | None = None
+    history_retention_seconds: StrictInt | None = None
+
+
+class ProjectUpdateRequest(Body):
+    project: ProjectUpdate
+
+
+# ---- /_sim requests --------------------------------------------------------------------------
+
+
+class AdvanceRequest(Body):
+    seconds: Annotated[float, Field(strict=True, ge=0)]
+
+
+class ConnectionsRequest(Body):
+    project_id: StrictStr
+    endpoint_id: StrictStr
+    count: StrictInt = 1
+    duration_seconds: Number = 60.0
+
+
+class OutageRequest(Body):
+    start_in_seconds: Annotated[float, Field(strict=True, ge=0)] = 0.0
+    duration_seconds: Annotated[float, Field(strict=True, gt=0)]
+
+
+class FaultsRequest(Body):
+    operation_failure_rate: Annotated[float, Field(strict=True, ge=0, lt=1)] | None = None
+    extra_latency_ms: Annotated[float, Field(strict=True, ge=0, le=60_000)] | None = None
+    outage: OutageRequest | None = Field(
+        None, description="replaces the outage windows; null or absent keeps them")
+    clear_outages: StrictBool = False
+
+
+# ---- responses -------------------------------------------------------------------------------
+
+
+class Out(BaseModel):
+    # a serializer that drifts from these shapes fails loudly in the tests
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorBody(Out):
+    code: str
+    message: str
+    request_id: str | None = None
+
+
+class OperationOut(Out):
+    id: str
+    project_id: str
+    branch_id: str | None = None
+    endpoint_id: str | None = None
+    action: Action
+    status: OperationStatus
+    failures_count: int
+    created_at: str
+    updated_at: str
+    total_duration_ms: int
+    error: str | None = None
+    retry_at: str | None = None
+
+
+class EndpointOut(Out):
+    id: str
+    name: str | None = None
+    host: str
+    proxy_host: str
+    project_id: str
+    branch_id: str
+    region_id: str
+    type: ComputeType
+    current_state: ComputeState
+    pending_state: ComputeState | None = None
+    autoscaling_limit_min_cu: float
+    autoscaling_limit_max_cu: float
+    settings: dict[str, Any]
+    pooler_enabled: bool
+    pooler_mode: str
+    disabled: bool
+    passwordless_access: bool
+    creation_source: str
+    created_at: str
+    updated_at: str
+    last_active: str | None = None
+    suspended_at: str | None = None
+    suspend_timeout_seconds: int
+    provisioner: str
+    compute_release_version: str | None = None
+
+
+class BranchOut(Out):
+    id: str
+    project_id: str
+    parent_id: str | None = None
+    name: str
+    current_state: str
+    pending_state: str | None = None
+    state_changed_at: str
+    creation_source: str
+    default: bool
+    primary: bool
+    protected: bool
+    cpu_used_sec: int
+    compute_time_seconds: int
+    active_time_seconds: int
+    written_data_bytes: int
+    data_transfer_bytes: int
+    created_at: str
+    updated_at: str
+
+
+class ProjectListItemOut(Out):
+    id: str
+    platform_id: str
+    region_id: str
+    name: str
+    provisioner: str
+    pg_version: int
+    proxy_host: str
+    branch_logical_size_limit: int
+    branch_logical_size_limit_bytes: int
+    store_passwords: bool
+    active_time: int
+    cpu_used_sec: int
+    creation_source: str
+    history_retention_seconds: int
+    created_at: str
+    updated_at: str
+    owner_id: str
+    org_id: str | None = None
+    compute_last_active_at: str | None = None
+    settings: dict[str, Any]
+
+
+class ProjectOut(ProjectListItemOut):
+    data_storage_bytes_hour: int
+    data_transfer_bytes: int
+    written_data_bytes: int
+    compute_time_seconds: int
+    active_time_seconds: int
+    consumption_period_start: str
+    consumption_period_end: str
+
+
+class ConnectionParameters(Out):
+    database: str
+    password: str
+    role: str
+    host: str
+    pooler_host: str
+
+
+class ConnectionUri(Out):
+    connection_uri: str
+    connection_parameters: ConnectionParameters
+
+
+class RoleOut(Out):
+    branch_id: str
+    name: str
+    protected: bool
+    created_at: str
+    updated_at: str
+
+
+class DatabaseOut(Out):
+    id: int
+    branch_id: str
+    name: str
+    owner_name: str
+    created_at: str
+    updated_at: str
+
+
+class Pagination(Out):
+    cursor: str | None = None
+
+
+class EndpointResponse(Out):
+    endpoint: EndpointOut
+
+
+class EndpointOperations(Out):
+    endpoint: EndpointOut
+    operations: list[OperationOut]
+
+
+class EndpointsResponse(Out):
+    endpoints: list[EndpointOut]
+
+
+class OperationResponse(Out):
+    operation: OperationOut
+
+
+class OperationsPage(Out):
+    operations: list[OperationOut]
+    pagination: Pagination
+
+
+class ProjectResponse(Out):
+    project: ProjectOut
+
+
+class ProjectOperations(Out):
+    project: ProjectOut
+    operations: list[OperationOut]
+
+
+class ProjectCreated(Out):
+    project: ProjectOut
+    connection_uris: list[ConnectionUri]
+    roles: list[RoleOut]
+    databases: list[DatabaseOut]
+    operations: list[OperationOut]
+    branch: BranchOut
+    endpoints: list[EndpointOut]
+
+
+class ProjectsResponse(Out):
+    projects: list[ProjectListItemOut]
+    pagination: Pagination
+
+
+class BranchResponse(Out):
+    branch: BranchOut
+
+
+class BranchOperations(Out):
+    branch: BranchOut
+    operations: list[OperationOut]
+
+
+class BranchCreated(Out):
+    branch: BranchOut
+    endpoints: list[EndpointOut]
+    operations: list[OperationOut]
+
+
+class BranchesResponse(Out):
+    branches: list[BranchOut]
+
+
+# ---- /_sim responses -------------------------------------------------------------------------
+
+
+class ClockOut(Out):
+    now: str
+    seconds: float
+    start: str
+    mode: str
+    speed: float
+
+
+class ConnectionsOut(Out):
+    outcomes: dict[str, int]
+    endpoint: EndpointOut
+    operations: list[OperationOut]
+
+
+class OutageOut(Out):
+    start: str
+    end: str
+
+
+class FaultsOut(Out):
+    operation_failure_rate: float
+    extra_latency_ms: float
+    outages: list[OutageOut]
+
+
+class ResetOut(Out):
+    clock: ClockOut
+    projects: int
