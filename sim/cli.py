@@ -39,30 +39,101 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run a scenario; write Parquet tables, summary and charts to --out."""
+    """Run a scenario; write Parquet tables, summary, charts and report.html to --out."""
+    from sim.fleet import run_fleet
     from sim.metrics import draw_charts, frames, summary, summary_table, write_results
+    from sim.report import write_report
     from sim.scenario.loader import ScenarioError, load_scenario
-    from sim.scenario.runner import ScenarioRunError, run_scenario
+    from sim.scenario.runner import ScenarioRunError
 
     try:
         scenario = load_scenario(args.file)
     except ScenarioError as err:
         return _fail(str(err))
     out = Path(args.out) if args.out else Path("results") / scenario.name
+    if args.workers is not None and args.workers < 1:
+        return _fail("--workers must be >= 1")
     started = time.perf_counter()
     try:
         with _progress(args.quiet, f"simulating {scenario.name}") as update:
-            result = run_scenario(scenario, seed=args.seed, progress=update)
+            result = run_fleet(args.file, seed=args.seed, workers=args.workers,
+                               scheduler=args.scheduler, progress=update)
     except ScenarioRunError as err:
         return _fail(f"{args.file}: {err}")
+    except (OSError, TimeoutError) as err:
+        if args.scheduler is None:
+            raise
+        return _fail(f"dask scheduler {args.scheduler}: {err}")
     elapsed = time.perf_counter() - started
     tables = frames(result)
     totals = summary(tables, result)
     write_results(result, out, tables=tables)
     charts = draw_charts(tables, totals, out)
+    _keep_scenario(Path(args.file), out)
+    report = write_report(out, summary=totals, scenario=scenario)
     print(summary_table(totals))
     print(f"\nsimulated {result.duration_s / 86_400:g} days in {elapsed:.1f} s; "
-          f"results in {out}/ ({len(charts)} charts)")
+          f"results in {out}/ ({len(charts)} charts, {report.name})")
+    return 0
+
+
+def _keep_scenario(source: Path, out: Path) -> None:
+    """A copy of the scenario beside its results: the report describes the fleet from it."""
+    import shutil
+
+    from sim.report import SCENARIO_FILE
+
+    target = out / SCENARIO_FILE
+    if not target.exists() or not target.samefile(source):
+        shutil.copyfile(source, target)
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """Redraw a run's charts and report.html from the results saved in OUT_DIR."""
+    from sim.metrics import draw_charts, read_results
+    from sim.report import write_report
+
+    out = Path(args.dir)
+    try:
+        tables, totals = read_results(out)
+    except FileNotFoundError as err:
+        return _fail(f"{out}: no saved results here ({Path(err.filename or '').name} is "
+                     f"missing); write them with: sim run FILE --out {out}")
+    charts = draw_charts(tables, totals, out)
+    report = write_report(out, summary=totals)
+    print(f"{out}/: {len(charts)} charts and {report.name} redrawn")
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Run a grid of overrides of a scenario, R seeds per point, on dask.distributed."""
+    from sim.scenario.loader import ScenarioError
+    from sim.scenario.runner import ScenarioRunError
+    from sim.sweep import SweepError, parse_setting, points_table, run_sweep, write_sweep
+
+    if args.workers is not None and args.workers < 0:
+        return _fail("--workers must be >= 0 (0: run in this process)")
+    started = time.perf_counter()
+    try:
+        settings = [parse_setting(text) for text in args.set]
+        with _batch_progress(args.quiet, "sweep") as update:
+            result = run_sweep(args.file, settings, replications=args.replications,
+                           workers=args.workers, scheduler=args.scheduler, progress=update)
+    except (ScenarioError, SweepError) as err:
+        return _fail(str(err))
+    except ScenarioRunError as err:
+        return _fail(f"{args.file}: {err}")
+    except (OSError, TimeoutError) as err:
+        if args.scheduler is None:
+            raise
+        return _fail(f"dask scheduler {args.scheduler}: {err}")
+    out = Path(args.out) if args.out else Path("results") / f"{result.name}-sweep"
+    paths = write_sweep(result, out)
+    print(points_table(result))
+    charts = sum(1 for p in paths.values() if p.suffix == ".png")
+    print(f"\n{len(result.runs)} runs ({len(result.points)} points x {result.replications}) "
+          f"in {time.perf_counter() - started:.1f} s; results in {out}/ "
+          f"(runs.parquet, points.parquet, {charts} charts)")
     return 0
 
 
@@ -80,6 +151,41 @@ def cmd_limits(args: argparse.Namespace) -> int:
               f"{lfc_gb(cu):>7g} {temp_disk_gib(cu):>9g}{shared}")
     print("\nautoscaling: 0.25 to 16 CU (min <= max); above 16 CU fixed sizes only; "
           "free plan: up to 2 CU")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve the management API over simulated time (console at /, OpenAPI at /docs)."""
+    import uvicorn
+
+    from sim.api import SimServer, create_app
+
+    scenario = None
+    if args.scenario:
+        from sim.scenario.loader import ScenarioError, load_scenario
+
+        try:
+            scenario = load_scenario(args.scenario)
+        except ScenarioError as err:
+            return _fail(str(err))
+    if args.speed <= 0:
+        return _fail("--speed must be > 0")
+    from sim.scenario.runner import ScenarioRunError
+
+    try:
+        server = SimServer(seed=args.seed, clock=args.clock, speed=args.speed, scenario=scenario)
+    except ScenarioRunError as err:
+        return _fail(f"{args.scenario}: {err}")
+    key = server.add_personal_key(args.api_key)
+    base = f"http://{args.host}:{args.port}"
+    clock = "manual (POST /_sim/advance)" if args.clock == "manual" else f"realtime x{args.speed:g}"
+    print(f"sim serve: {base}/api/v2/  (clock: {clock}, seed {server.seed})")
+    if args.api_key is None:
+        print(f"API key (personal, shown once): {key.secret}")
+    print(f"console: {base}/#key=<API key>   OpenAPI: {base}/docs")
+    sys.stdout.flush()
+    uvicorn.run(create_app(server), host=args.host, port=args.port, log_level="warning",
+                access_log=False, ws="none", lifespan="off")
     return 0
 
 
@@ -119,10 +225,38 @@ class _progress:
             self.bar.stop()
 
 
+class _batch_progress(_progress):
+    """Runs done, simulated time reached over all runs, and time left; nothing when quiet."""
+
+    def __enter__(self) -> Callable[[int, int, float, float], None] | None:
+        if self.quiet:
+            return None
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bar = Progress(
+            TextColumn("{task.description}"), BarColumn(),
+            TextColumn("{task.fields[runs]}"), TextColumn("{task.fields[reached]}"),
+            TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+        )
+        self.bar.start()
+        task = self.bar.add_task(self.label, total=1.0, runs="starting workers", reached="")
+
+        def update(done: int, runs: int, reached: float, total: float) -> None:
+            self.bar.update(task, completed=reached / total if total else 1.0,
+                            runs=f"runs {done}/{runs}",
+                            reached=f"simulated {reached / 86_400:.1f} of {total / 86_400:.1f} d")
+
+        return update
+
+
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "run": (cmd_run, "run a scenario file and write results, summary and charts"),
     "validate": (cmd_validate, "check a scenario file without running it"),
+    "plot": (cmd_plot, "redraw a run's charts and report.html from its saved results"),
+    "sweep": (cmd_sweep, "run a grid of scenario overrides with several seeds on dask"),
     "limits": (cmd_limits, "print the size table (CU, vCPU, RAM, max_connections, ...)"),
+    "serve": (cmd_serve, "serve the management API over simulated time (console at /)"),
 }
 
 
@@ -135,10 +269,46 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="output directory (default: results/<scenario name>)")
     run.add_argument("--seed", type=int, help="override the scenario's seed")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--workers", type=int, metavar="N",
+                     help="split the fleet by project across N dask worker processes "
+                          "(an embedded LocalCluster); results equal a single-process run")
+    run.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                     help="split the fleet across the workers of this dask cluster")
+    plot = sub.add_parser("plot", help=COMMANDS["plot"][1], description=COMMANDS["plot"][1])
+    plot.add_argument("dir", metavar="OUT_DIR", help="a directory written by sim run")
+    sweep = sub.add_parser("sweep", help=COMMANDS["sweep"][1], description=COMMANDS["sweep"][1],
+                           epilog="PATH examples: computes.suspend_timeout_seconds (every "
+                                  "compute), projects[0].branches[0].computes[0].size.cu, "
+                                  "engine.pool_share, projects.count")
+    sweep.add_argument("file", help="scenario YAML file")
+    sweep.add_argument("--set", action="append", required=True, metavar="PATH=V1,V2,...",
+                       help="values of one scenario key; repeat for a grid")
+    sweep.add_argument("--replications", type=int, default=1, metavar="R",
+                       help="runs per grid point, with seeds derived from the scenario's "
+                            "(default 1: no confidence intervals)")
+    sweep.add_argument("--out", help="output directory (default: results/<name>-sweep)")
+    sweep.add_argument("--workers", type=int, metavar="N",
+                       help="worker processes of the embedded dask cluster (default: one per "
+                            "CPU; 0: run in this process)")
+    sweep.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                       help="send the runs to this dask cluster instead")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bar")
     val = sub.add_parser("validate", help=COMMANDS["validate"][1],
                          description=COMMANDS["validate"][1])
     val.add_argument("file", help="scenario YAML file")
     sub.add_parser("limits", help=COMMANDS["limits"][1], description=COMMANDS["limits"][1])
+    serve = sub.add_parser("serve", help=COMMANDS["serve"][1], description=COMMANDS["serve"][1])
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    serve.add_argument("--api-key", help="accept this personal API key (default: generate one "
+                                         "and print it once)")
+    serve.add_argument("--scenario", help="start with this scenario's fleet and run its workload")
+    serve.add_argument("--clock", choices=("manual", "realtime"), default="manual",
+                       help="manual: time moves by POST /_sim/advance; realtime: it runs "
+                            "at --speed x wall time")
+    serve.add_argument("--speed", type=float, default=1.0,
+                       help="realtime clock: simulated seconds per wall second")
+    serve.add_argument("--seed", type=int, help="random seed (default: the scenario's, or 0)")
     return parser
 
 

@@ -244,9 +244,10 @@ class ComputeVerbs:
             self.branches[c.branch_id].computes.remove(c.id)
             target.computes.append(c.id)
             c.branch_id = target.id
+            self.start_availability_checks(target)
         rt = c.runtime
         assert rt is not None
-        rt.refresh_size()
+        rt.refresh_settings()
         ops = [self.submit_compute_op(c, Action.APPLY_CONFIG)]
         if was_on and c.disabled:
             rt.drop_all(now, Outcome.REFUSED_DISABLED)
@@ -291,12 +292,8 @@ class ComputeVerbs:
         c.stats.restarts += 1
         c.runtime.drop_all(self.env.now)  # type: ignore[union-attr]
         suspend = self.suspend(c)
-        c.runtime.wake_at = self.env.now  # type: ignore[union-attr]
-        c.runtime.wake_cause = "restart"  # type: ignore[union-attr]
-        start = self.submit_compute_op(
-            c, Action.START_COMPUTE, on_start=lambda _op: self._starting(c),
-            on_finish=lambda _op: self._started(c))
-        return [suspend, start]
+        # the start goes through wake(): a moved compute may land on an archived branch
+        return [suspend, *self.wake(c, "restart")]
 
     def delete_compute(self: ControlPlane, project_id: str, endpoint_id: str
                        ) -> tuple[Compute, list[Operation]]:

@@ -51,7 +51,7 @@ class ComputeRuntime:
         "load_ends", "cpu_load", "mem_load", "temp_ends", "temp_used", "busy_until",
         "quiet_since", "armed_at", "resize_at", "feed", "batch", "idx", "next_arrival",
         "wake_at", "wake_cause", "iv_state", "iv_cu", "iv_start", "max_conn", "pool_size",
-        "disk_bytes", "record_mode", "sample_rng", "sample_rate", "recorder",
+        "disk_bytes", "record_mode", "sample_rng", "sample_rate", "recorder", "idle_timeout",
     )
 
     def __init__(self, cp: ControlPlane, compute: Compute):
@@ -85,11 +85,13 @@ class ComputeRuntime:
         self.record_mode = self.config.record_connections
         self.sample_rate = self.config.connection_sample_rate
         self.sample_rng = cp.streams.get(f"connection-sample/{compute.key}")
-        self.refresh_size()
+        self.refresh_settings()
 
     # -- configuration -----------------------------------------------------
-    def refresh_size(self) -> None:
+    def refresh_settings(self) -> None:
+        """Re-read what the compute's settings imply (after an edit)."""
         c = self.c
+        self.idle_timeout = c.idle_timeout_s
         self.max_conn = c.max_connections(self.config.autoscaling_connections)
         self.pool_size = c.pool_size or default_pool_size(self.max_conn, self.config.pool_share)
         self.disk_bytes = float(temp_disk_bytes(c.autoscaling_limit_max_cu))
@@ -112,7 +114,7 @@ class ComputeRuntime:
     def deadline(self) -> float | None:
         """When scale to zero suspends this compute if nothing else happens."""
         c = self.c
-        timeout = c.idle_timeout_s
+        timeout = self.idle_timeout
         if (
             timeout is None
             or c.current_state != ACTIVE
@@ -124,12 +126,16 @@ class ComputeRuntime:
             return None
         return max(self.busy_until, self.quiet_since) + timeout
 
-    def arm(self) -> None:
+    def arm(self, deadline: float | None | bool = False) -> None:
+        """Make sure the timer fires at the next instant something can change.
+
+        `deadline` saves recomputing it when the caller just did (False: compute it)."""
         t = self.next_arrival
-        d = self.deadline()
+        d = self.deadline() if deadline is False else deadline
         if d is not None and d < t:
             t = d
-        if self.load_ends and self.load_ends[0][0] < t:
+        # a session end can only lower the autoscaler's goal: it matters above the minimum
+        if self.load_ends and self.c.cu > self.c.autoscaling_limit_min_cu and self.load_ends[0][0] < t:
             t = self.load_ends[0][0]
         if self.resize_at is not None and self.resize_at < t:
             t = self.resize_at
@@ -150,12 +156,15 @@ class ComputeRuntime:
             self._arrive_next()
         if self.load_ends and self.load_ends[0][0] <= now:
             self._expire_load(now)
+            self._load_changed()
         if self.resize_at is not None and self.resize_at <= now:
             self._resize()
         d = self.deadline()
         if d is not None and d <= now:
             self.cp.scale_to_zero(c)
-        self.arm()
+            self.arm()
+        else:
+            self.arm(d)
 
     def _arrive_next(self) -> None:
         b = self.batch
@@ -177,6 +186,8 @@ class ComputeRuntime:
         temp = self.temp_ends
         while temp and temp[0][0] <= now:
             self.temp_used -= heapq.heappop(temp)[1]
+        if self.load_ends and self.load_ends[0][0] <= now:
+            self._expire_load(now)
 
     def open_connections(self, now: float) -> int:
         self._expire(now)
@@ -289,7 +300,8 @@ class ComputeRuntime:
         self.temp_used = 0.0
         self.load_ends.clear()
         self.cpu_load = self.mem_load = 0.0
-        self.busy_until = now
+        if self.busy_until > now:  # cut short; never invent activity for an unused compute
+            self.busy_until = now
         self.quiet_since = now
         if outcome_waiting is not None:  # the compute is going away: waiting clients too
             for arrival, d, *_ in self.waiting:
@@ -332,12 +344,12 @@ class ComputeRuntime:
             self.mem_load -= mem
         if not heap:  # keep float sums exact at rest
             self.cpu_load = self.mem_load = 0.0
-        self._load_changed()
 
     def _resize(self) -> None:
         """An automatic resize: no restart, no dropped connection (spec.md #3)."""
         self.resize_at = None
         c = self.c
+        self._expire_load(self.env.now)
         if c.current_state == ACTIVE:
             goal = self.goal_cu()
             if goal != c.cu:

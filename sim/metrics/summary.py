@@ -258,3 +258,19 @@ def format_duration(seconds: float) -> str:
     parts += [f"{int(minutes)} min"] if minutes else []
     parts += [f"{secs:.3g} s"] if secs or not parts else []
     return " ".join(parts)
+
+
+def summary_sections(summary: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The rows of `summary_table` as data: [(section, [(label, formatted value)])].
+
+    For other renderings of the same table (the HTML report); operations by
+    action come last in their section, as "action" -> "status n, status n".
+    """
+    out = []
+    for section, rows in _ROWS:
+        cells = [(label, format_value(summary.get(key), kind)) for label, key, kind in rows]
+        if section == "Operations":
+            for action, statuses in sorted(summary.get("operations_by_action", {}).items()):
+                cells.append((action, ", ".join(f"{s} {n:,}" for s, n in sorted(statuses.items()))))
+        out.append((section, cells))
+    return out

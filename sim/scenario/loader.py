@@ -28,7 +28,7 @@ class ScenarioError(Exception):
 
     def __init__(self, source: str, found: list[Problem]):
         self.source = source
-        self.problems = [Problem(p.path, _one_line(p.message)) for p in found]
+        self.problems = [Problem(_printable(p.path), _one_line(p.message)) for p in found]
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -211,3 +211,8 @@ def _kind(value: object) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
+
+
+def _printable(path: str) -> str:
+    """A field path on one line: a key holding a newline is shown escaped, not split."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(path))

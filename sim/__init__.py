@@ -1,0 +1,68 @@
+"""`sim`: a discrete-event simulator of a serverless-Postgres control plane.
+
+    import sim
+    scenario = sim.load_scenario("scenarios/quickstart.yaml")
+    result = sim.run_scenario(scenario)                 # or sim.run_fleet(path, workers=4)
+    tables = sim.frames(result)
+    totals = sim.summary(tables, result)
+    print(sim.summary_table(totals))
+    swept = sim.run_sweep(path, {"computes.suspend_timeout_seconds": [60, 300, -1]}, replications=5)
+
+Names are imported on first use, so `import sim` stays cheap for the command
+line (`sim limits` never loads pandas, `sim validate` never loads dask).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: public name -> the module that defines it
+_EXPORTS: dict[str, str] = {
+    # scenarios
+    "Scenario": "sim.scenario.schema",
+    "ScenarioError": "sim.scenario.loader",
+    "load_scenario": "sim.scenario.loader",
+    "parse_scenario": "sim.scenario.loader",
+    # runs
+    "RunResult": "sim.engine.records",
+    "ScenarioRunError": "sim.scenario.runner",
+    "run_scenario": "sim.scenario.runner",
+    "run_fleet": "sim.fleet",
+    "open_client": "sim.fleet",
+    # results
+    "frames": "sim.metrics",
+    "summary": "sim.metrics",
+    "summary_table": "sim.metrics",
+    "write_results": "sim.metrics",
+    "read_results": "sim.metrics",
+    "draw_charts": "sim.metrics",
+    "write_report": "sim.report",
+    # sweeps
+    "run_sweep": "sim.sweep",
+    "SweepResult": "sim.sweep",
+    "SweepError": "sim.sweep",
+    "write_sweep": "sim.sweep",
+    "replication_seed": "sim.sweep",
+    # closed forms to draw beside simulated points
+    "erlang_b": "sim.testing.theory",
+    "erlang_c": "sim.testing.theory",
+    "p_suspended": "sim.testing.theory",
+    "max_connections_fixed": "sim.rules.connections",
+    "default_pool_size": "sim.rules.connections",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

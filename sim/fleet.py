@@ -1,0 +1,432 @@
+"""Fleet runs split by project instance across dask.distributed workers, merged exactly.
+
+    result = run_fleet("scenarios/saas-diurnal.yaml", workers=4)   # embedded LocalCluster
+    result = run_fleet(path, scheduler="tcp://10.0.0.5:8786")       # an existing cluster
+    result = run_fleet(path)                                        # in this process
+
+Projects never interact inside a run (each has its own random streams, its
+own operation lanes and its own timers), so a shard that holds some of the
+project instances replays exactly what those projects do in a run of the
+whole fleet. What differs is only how rows of different projects interleave
+in the record lists. Every result, sharded or not, is therefore put in one
+canonical order (`canonical_result`): rows grouped by project, projects in
+instance order (template order, then index; projects created later by API
+calls after them, by creation time), and within a project the order in
+which the run recorded them. A single-process run and a merged sharded run
+of the same seed then hold the same rows in the same order.
+
+Tasks receive plain data (the scenario document as a dict, instance keys, a
+seed), never live objects, so they can run on any worker of any cluster
+that has this package installed.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sim.engine.records import RunResult
+from sim.scenario.loader import _parse_yaml, load_scenario, parse_scenario  # the loader's YAML
+from sim.scenario.references import body_references, parse_reference
+from sim.scenario.runner import run_scenario
+from sim.scenario.schema import Scenario
+
+#: progress of a batch of tasks: (tasks done, tasks, simulated seconds reached, simulated total)
+BatchProgress = Callable[[int, int, float, float], None]
+#: progress of one run: (simulated seconds reached, total), as `run_scenario` reports it
+RunProgress = Callable[[float, float], None]
+
+SHARDS_PER_WORKER = 4  # more shards than workers: dask balances uneven shards
+REPORT_EVERY_S = 0.25  # a task reports its simulated time at most this often
+
+
+# ---- the scenario as plain data ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Source:
+    """A scenario document (the YAML mapping), where relative paths in it are read from,
+    and the name used in error messages."""
+
+    document: dict[str, Any]
+    base_dir: str | None
+    name: str
+
+    def scenario(self) -> Scenario:
+        return parse_scenario(self.document, source=self.name, base_dir=self.base_dir)
+
+
+def read_source(source: str | Path | Mapping[str, Any] | Source,
+                base_dir: str | Path | None = None) -> Source:
+    """A scenario file's path, or an already-parsed mapping, as a `Source`.
+
+    The file is read with the scenario loader's YAML rules (`off` stays a
+    string, a key given twice is an error). Raises ScenarioError.
+    """
+    if isinstance(source, Source):
+        return source
+    if isinstance(source, Mapping):
+        base = None if base_dir is None else str(base_dir)
+        return Source(dict(source), base, str(source.get("name", "<scenario>")))
+    path = Path(source)
+    load_scenario(path)  # the loader's own one-line errors: missing file, bad YAML, ...
+    document = _parse_yaml(path.read_text(encoding="utf-8"), str(path))
+    assert isinstance(document, Mapping)  # load_scenario refused anything else
+    return Source(dict(document), str(path.parent if base_dir is None else base_dir), str(path))
+
+
+# ---- canonical order ----------------------------------------------------------------------
+
+
+def project_ranks(result: RunResult, instance_keys: Sequence[str],
+                  order: Mapping[str, int]) -> dict[str, tuple]:
+    """A sort key for every project of `result`.
+
+    `result` ran the instances `instance_keys`, built in that order before any
+    time passed, so the first projects of its operation list (which follows
+    project creation) are those instances. Projects beyond them were created
+    by scripted API calls; they sort after all instances, by creation time.
+    """
+    first_op: dict[str, float] = {}
+    for op in result.operations:
+        first_op.setdefault(op.project_id, op.created_s)
+    projects = list(first_op)
+    if len(projects) < len(instance_keys):
+        raise RuntimeError(f"a run of {len(instance_keys)} project instances created only "
+                           f"{len(projects)} projects")
+    ranks: dict[str, tuple] = {}
+    for pid, key in zip(projects, instance_keys, strict=False):
+        ranks[pid] = (0, order[key], 0.0, "")
+    for pid in projects[len(instance_keys):]:
+        ranks[pid] = (1, 0, first_op[pid], pid)
+    return ranks
+
+
+def _by_project(rows: list, ranks: Mapping[str, tuple], column: int = 1) -> list:
+    """Rows grouped by project in rank order; within a project, their original order."""
+    buckets: dict[str, list] = {}
+    for row in rows:
+        buckets.setdefault(row[column], []).append(row)
+    unknown = set(buckets) - set(ranks)
+    if unknown:
+        raise RuntimeError(f"rows of projects the run never created: {sorted(unknown)[:3]}")
+    out: list = []
+    for pid in sorted(buckets, key=ranks.__getitem__):
+        out += buckets[pid]
+    return out
+
+
+def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
+                     order: Mapping[str, int]) -> RunResult:
+    """One result in canonical row order from shard results (or from one whole run).
+
+    `parts` pairs each result with the instance keys it ran, in the order it
+    ran them; `order` gives every instance key's position in the fleet.
+    """
+    if not parts:
+        raise ValueError("no results to merge")
+    head = parts[0][0]
+    for other, _ in parts[1:]:
+        same = (other.name, other.seed, other.start_iso, other.duration_s,
+                other.price_per_cu_hour, other.assumptions)
+        if same != (head.name, head.seed, head.start_iso, head.duration_s,
+                    head.price_per_cu_hour, head.assumptions):
+            raise ValueError("shard results of different runs cannot be merged")
+    ranks: dict[str, tuple] = {}
+    for result, keys in parts:
+        ranks.update(project_ranks(result, keys, order))
+
+    def merged(table: str) -> list:
+        return _by_project([row for result, _ in parts for row in getattr(result, table)], ranks)
+
+    actions = sorted((a for result, _ in parts for a in result.actions),
+                     key=lambda a: (a.at_s, a.call, a.status, a.code))
+    return RunResult(
+        name=head.name, seed=head.seed, start_iso=head.start_iso, duration_s=head.duration_s,
+        price_per_cu_hour=head.price_per_cu_hour,
+        computes=merged("computes"), operations=merged("operations"),
+        intervals=merged("intervals"), connections=merged("connections"),
+        wakes=merged("wakes"), actions=actions, assumptions=dict(head.assumptions),
+    )
+
+
+def instance_order(scenario: Scenario) -> dict[str, int]:
+    return {inst.key: i for i, inst in enumerate(scenario.instances())}
+
+
+# ---- shards -------------------------------------------------------------------------------
+
+
+def _action_keys(action: Any) -> set[str]:
+    keys = {ref.instance_key for ref in action.references()}
+    keys |= {parse_reference(text).instance_key for _, text in body_references(action.body)}
+    return keys
+
+
+def _instance_weight(scenario: Scenario, template: Any) -> float:
+    """Expected connection arrivals of one instance of `template` over the run, plus one."""
+    arrivals = 0.0
+    for branch in template.branches:
+        for compute in branch.computes:
+            process = compute.arrival_process(scenario.start)
+            if process is not None:
+                arrivals += process.mean_rate_per_s(0.0, scenario.duration) * scenario.duration
+    return 1.0 + arrivals
+
+
+@dataclass(frozen=True)
+class Shard:
+    keys: tuple[str, ...]  # project instances, in fleet order
+    weight: float  # expected arrivals: heavier shards are submitted first
+    unreferenced_actions: bool  # this shard runs the scripted calls that name no project
+
+
+def plan_shards(scenario: Scenario, parts: int) -> list[Shard]:
+    """Split the fleet into at most `parts` shards of similar expected work.
+
+    Instances named together by one scripted call stay in one shard (the call
+    needs all of them). Shards are runs of consecutive instances where
+    possible; scripted calls that name no project run in the first shard only.
+    """
+    instances = scenario.instances()
+    order = {inst.key: i for i, inst in enumerate(instances)}
+    parent = list(range(len(instances)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for action in scenario.actions:
+        linked = sorted(order[k] for k in _action_keys(action) if k in order)
+        for i in linked[1:]:
+            parent[find(i)] = find(linked[0])
+    groups: dict[int, list[int]] = {}
+    for i in range(len(instances)):
+        groups.setdefault(find(i), []).append(i)
+    weight_of = {p.name: _instance_weight(scenario, p) for p in scenario.projects}
+    weights = [weight_of[inst.template.name] for inst in instances]
+    total = sum(weights)
+    target = total / max(1, min(parts, len(groups)))
+    shards: list[list[int]] = [[]]
+    load = 0.0
+    for members in sorted(groups.values(), key=min):
+        if shards[-1] and load + sum(weights[i] for i in members) / 2 > target:
+            shards.append([])
+            load = 0.0
+        shards[-1] += members
+        load += sum(weights[i] for i in members)
+    return [
+        Shard(tuple(instances[i].key for i in sorted(members)),
+              sum(weights[i] for i in members), n == 0)
+        for n, members in enumerate(shards)
+    ]
+
+
+def shard_document(source: Source, scenario: Scenario, shard: Shard) -> dict[str, Any]:
+    """The scenario document a shard runs: only the scripted calls that are its to make."""
+    document = dict(source.document)
+    if not scenario.actions:
+        return document
+    mine = set(shard.keys)
+    raw = list(document.get("actions") or [])
+    document["actions"] = [
+        raw[i] for i, action in enumerate(scenario.actions)
+        if (_action_keys(action) <= mine and _action_keys(action))
+        or (not _action_keys(action) and shard.unreferenced_actions)
+    ]
+    return document
+
+
+# ---- tasks (plain data in, plain rows out) ------------------------------------------------
+
+
+def progress_reporter(topic: str | None, task: int) -> RunProgress | None:
+    """A progress callback that sends (task, reached, total) to the client, throttled."""
+    if topic is None:
+        return None
+    from distributed import get_worker
+
+    worker = get_worker()
+    last = [0.0]
+
+    def report(reached: float, total: float) -> None:
+        now = time.monotonic()
+        if now - last[0] >= REPORT_EVERY_S or reached >= total:
+            last[0] = now
+            worker.log_event(topic, {"task": task, "reached": reached, "total": total})
+
+    return report
+
+
+def run_shard(document: dict[str, Any], base_dir: str | None, seed: int | None,
+              keys: Sequence[str], topic: str | None = None, task: int = 0) -> RunResult:
+    """Run the project instances `keys` of a scenario document (one dask task)."""
+    scenario = parse_scenario(document, base_dir=base_dir)
+    wanted = set(keys)
+    instances = [inst for inst in scenario.instances() if inst.key in wanted]
+    return run_scenario(scenario, seed=seed, instances=instances,
+                        progress=progress_reporter(topic, task))
+
+
+# ---- clusters -----------------------------------------------------------------------------
+
+
+def default_workers() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+@contextmanager
+def open_client(workers: int | None = None, scheduler: str | None = None) -> Iterator[Any]:
+    """A dask client: on the cluster at `scheduler`, or on an embedded LocalCluster of
+    `workers` single-threaded processes (default: one per CPU) on 127.0.0.1.
+
+    `workers=0` yields None: the functions that take a client then run in this process.
+    """
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    if scheduler is None and workers == 0:
+        yield None
+        return
+    if scheduler is not None:
+        with Client(scheduler, timeout="20s") as client:
+            yield client
+        return
+    # dashboard off; the scheduler's small HTTP server (health, metrics) takes any free
+    # port instead of 8787, which another cluster on this machine may hold
+    with LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
+                      processes=True, host="127.0.0.1", dashboard_address=None,
+                      scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        yield client
+
+
+def worker_count(client: Any) -> int:
+    return max(1, sum(client.nthreads().values()))
+
+
+@dataclass
+class _Tally:
+    """Simulated time reached per task, updated from worker events on the client's loop."""
+
+    totals: list[float]
+    progress: BatchProgress | None
+    reached: list[float] = field(init=False)
+    done: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.reached = [0.0] * len(self.totals)
+
+    def on_event(self, event: Any) -> None:
+        _, msg = event
+        with self.lock:
+            i = int(msg["task"])
+            self.reached[i] = max(self.reached[i], float(msg["reached"]))
+        self.report()
+
+    def finished(self, i: int) -> None:
+        with self.lock:
+            self.reached[i] = self.totals[i]
+            self.done += 1
+        self.report()
+
+    def report(self) -> None:
+        if self.progress is not None:
+            with self.lock:
+                args = (self.done, len(self.totals), sum(self.reached), sum(self.totals))
+            self.progress(*args)
+
+
+def run_tasks(client: Any, func: Callable[..., Any], calls: Sequence[tuple[tuple, float]],
+              progress: BatchProgress | None = None, priority: Sequence[float] | None = None
+              ) -> list[Any]:
+    """Run func(*args, topic, i) for each (args, simulated seconds) of `calls` on the cluster;
+    results in the order of `calls`. Tasks with a higher `priority` start first."""
+    from distributed import as_completed
+
+    topic = f"sim-progress-{uuid.uuid4().hex}"
+    tally = _Tally([total for _, total in calls], progress)
+    client.subscribe_topic(topic, tally.on_event)
+    try:
+        futures = []
+        for i, (args, _) in enumerate(calls):
+            futures.append(client.submit(func, *args, topic, i, pure=False,
+                                         priority=0 if priority is None else priority[i]))
+        index = {f.key: i for i, f in enumerate(futures)}
+        for future in as_completed(futures):
+            future.result()  # raise a task's error at once
+            tally.finished(index[future.key])
+        return client.gather(futures)
+    finally:
+        client.unsubscribe_topic(topic)
+
+
+def run_local(func: Callable[..., Any], calls: Sequence[tuple[tuple, float]],
+              progress: BatchProgress | None = None) -> list[Any]:
+    """The same tasks one after another in this process (workers=0: no cluster)."""
+    tally = _Tally([total for _, total in calls], progress)
+    out = []
+    for i, (args, _) in enumerate(calls):
+        out.append(func(*args, None, i))
+        tally.finished(i)
+    return out
+
+
+# ---- the entry point ----------------------------------------------------------------------
+
+
+def run_fleet(
+    source: str | Path | Mapping[str, Any] | Source,
+    *,
+    seed: int | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    client: Any = None,
+    shards: int | None = None,
+    progress: RunProgress | None = None,
+) -> RunResult:
+    """Run a scenario, whole or split by project instance across dask workers.
+
+    With none of workers, scheduler or client the run happens in this
+    process. `workers=N` starts an embedded LocalCluster of N processes;
+    `scheduler="tcp://host:port"` uses an existing cluster; `client` an open
+    dask Client. Either way the result is in canonical order and, for one
+    seed, the same rows in the same order. Raises ScenarioError or
+    ScenarioRunError.
+    """
+    src = read_source(source)
+    scenario = src.scenario()
+    order = instance_order(scenario)
+    keys = list(order)
+    if client is None and scheduler is None and not workers:
+        result = run_scenario(scenario, seed=seed, progress=progress)
+        return canonical_result([(result, keys)], order)
+    relay = None if progress is None else _run_progress(progress, scenario.duration)
+    context = nullcontext(client) if client is not None else open_client(workers, scheduler)
+    with context as active:
+        plan = plan_shards(scenario, shards or SHARDS_PER_WORKER * worker_count(active))
+        calls = [((shard_document(src, scenario, shard), src.base_dir, seed, shard.keys),
+                  scenario.duration) for shard in plan]
+        results = run_tasks(active, run_shard, calls, relay,
+                            priority=[shard.weight for shard in plan])
+    return canonical_result([(r, s.keys) for r, s in zip(results, plan, strict=True)], order)
+
+
+def _run_progress(progress: RunProgress, duration: float) -> BatchProgress:
+    """Shards' progress as one run's: the mean simulated time reached over shards."""
+
+    def relay(done: int, tasks: int, reached: float, total: float) -> None:
+        progress(duration * reached / total if total else duration, duration)
+
+    return relay
