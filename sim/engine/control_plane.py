@@ -77,6 +77,7 @@ class ControlPlane(ComputeVerbs, Lifecycle):
         self.computes: dict[str, Compute] = {}
         self.operations: dict[str, Operation] = {}
         self._unnamed_projects = 0
+        self.checked_branches: set[str] = set()  # branches with a check_availability loop
         self.auth = ManagedAuth(self)
 
     # -- time ----------------------------------------------------------------
@@ -106,13 +107,14 @@ class ControlPlane(ComputeVerbs, Lifecycle):
         return f"storage/{project.id}"
 
     def new_operation(self, project: Project, action: Action, branch_id: str | None,
-                      endpoint_id: str | None) -> Operation:
+                      endpoint_id: str | None, id_rng: np.random.Generator | None = None
+                      ) -> Operation:
         # created_at is unique within a project (bumped by a microsecond on ties),
         # so the pagination cursor never skips or repeats an operation
         us = max(to_us(self.env.now), project.last_op_us + 1)
         project.last_op_us = us
         op = Operation(
-            id=self.ids.operation(self.id_stream(project)), project_id=project.id,
+            id=self.ids.operation(id_rng or self.id_stream(project)), project_id=project.id,
             branch_id=branch_id, endpoint_id=endpoint_id, action=action.value,
             status=OperationStatus.SCHEDULING.value, created_us=us, updated_at=self.env.now,
         )
@@ -131,7 +133,10 @@ class ControlPlane(ComputeVerbs, Lifecycle):
                           on_start: Hook | None = None, on_finish: Hook | None = None,
                           ) -> Operation:
         project = self.projects[c.project_id]
-        op = self.new_operation(project, action, c.branch_id, c.id)
+        # a compute's operations draw from streams of its own, so its timeline depends
+        # only on its own inputs (what lets the fleet path reproduce it exactly)
+        op = self.new_operation(project, action, c.branch_id, c.id,
+                                self.streams.get(f"ids/{c.key}"))
 
         def finished(done: Operation) -> None:
             if on_finish is not None:
@@ -139,7 +144,7 @@ class ControlPlane(ComputeVerbs, Lifecycle):
             if c.runtime is not None:
                 c.runtime.arm()  # the lane is free again: the countdown may resume
 
-        return self.executor.submit(op, c.id, f"ops/{project.key}", after=after,
+        return self.executor.submit(op, c.id, f"ops/{c.key}", after=after,
                                     on_start=on_start, on_finish=finished)
 
     # -- projects ------------------------------------------------------------
@@ -333,7 +338,7 @@ class ControlPlane(ComputeVerbs, Lifecycle):
     def finish(self) -> None:
         """Close every open state interval at the current time (end of a run)."""
         for c in self.computes.values():
-            if not c.deleted and c.runtime is not None:
+            if not c.deleted and c.runtime is not None and not c.runtime.external:
                 c.runtime.close_interval(self.env.now)
 
     def result(self, name: str, duration_s: float, price_per_cu_hour: float,

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from sim.engine.config import ConnectionRecording
+from sim.engine.kernel import timeout_at
 from sim.engine.model import Compute
 from sim.engine.records import ConnectionRecord, Outcome, StateInterval
 from sim.rules.connections import POOLER_MAX_CLIENTS, default_pool_size
@@ -52,6 +53,7 @@ class ComputeRuntime:
         "quiet_since", "armed_at", "resize_at", "feed", "batch", "idx", "next_arrival",
         "wake_at", "wake_cause", "iv_state", "iv_cu", "iv_start", "max_conn", "pool_size",
         "disk_bytes", "record_mode", "sample_rng", "sample_rate", "recorder", "idle_timeout",
+        "external", "activated_at",
     )
 
     def __init__(self, cp: ControlPlane, compute: Compute):
@@ -82,6 +84,9 @@ class ComputeRuntime:
         self.iv_state = compute.current_state
         self.iv_cu = compute.cu
         self.iv_start = self.env.now
+        #: set when the fleet path computes this compute's timeline instead of SimPy
+        self.external = False
+        self.activated_at: float | None = None
         self.record_mode = self.config.record_connections
         self.sample_rate = self.config.connection_sample_rate
         self.sample_rng = cp.streams.get(f"connection-sample/{compute.key}")
@@ -130,6 +135,8 @@ class ComputeRuntime:
         """Make sure the timer fires at the next instant something can change.
 
         `deadline` saves recomputing it when the caller just did (False: compute it)."""
+        if self.external:
+            return
         t = self.next_arrival
         d = self.deadline() if deadline is False else deadline
         if d is not None and d < t:
@@ -141,7 +148,7 @@ class ComputeRuntime:
             t = self.resize_at
         if t < self.armed_at:
             self.armed_at = t
-            ev = self.env.timeout(max(0.0, t - self.env.now))
+            ev = timeout_at(self.env, t)
             ev.callbacks.append(lambda _ev, at=t: self._fire(at))
 
     def _fire(self, at: float) -> None:
@@ -314,6 +321,9 @@ class ComputeRuntime:
     def activated(self) -> None:
         """The compute became active: admit everyone who waited for it."""
         now = self.env.now
+        if self.external:  # the fleet path takes it from here
+            self.activated_at = now
+            return
         self.quiet_since = now
         self._expire(now)
         waiting, self.waiting = self.waiting, []

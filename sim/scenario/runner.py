@@ -7,18 +7,21 @@ rules an API client meets.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sim.engine.control_plane import ControlPlane
 from sim.engine.feed import session_feed
+from sim.engine.fleetpath import NotReproducible
 from sim.engine.model import Compute
 from sim.engine.records import ActionRecord, RunResult
 from sim.rules.connections import DEFAULT_POOL_SHARE
 from sim.rules.errors import ApiError
+from sim.scenario.fleetpath_run import eligible_projects, run_fleet_path
 from sim.scenario.references import Reference, render_body, render_path
 from sim.scenario.schema import ComputeSpec, ProjectInstance, Scenario
+from sim.workload import Poisson, chunks
 
 Progress = Callable[[float, float], None]  # (simulated seconds reached, total)
 
@@ -34,6 +37,7 @@ class Fleet:
     projects: dict[str, str] = field(default_factory=dict)  # "shop[0]" -> project id
     branches: dict[tuple[str, str], str] = field(default_factory=dict)
     computes: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
+    signups: int = 0  # auth users the `auth.signups` processes created
 
     def resolve(self, ref: Reference) -> str:
         key = ref.instance_key
@@ -91,7 +95,39 @@ def build_project(cp: ControlPlane, scenario: Scenario, inst: ProjectInstance, f
     for compute, spec in placed:
         branch_name = cp.branches[compute.branch_id].name
         fleet.computes.setdefault((inst.key, branch_name, spec.type), []).append(compute.id)
+    if t.auth is not None:
+        set_up_auth(cp, scenario, inst, fleet)
     return placed
+
+
+def set_up_auth(cp: ControlPlane, scenario: Scenario, inst: ProjectInstance, fleet: Fleet
+                ) -> None:
+    """The template's `auth:`: the integration now, sign-ups as a Poisson process after."""
+    spec, branch = inst.template.auth, inst.template.auth_branch
+    assert spec is not None and branch is not None
+    project_id = fleet.projects[inst.key]
+    cp.auth.create_integration(project_id, fleet.branches[(inst.key, branch)], spec.provider)
+    if spec.signups is not None and spec.signups.per_hour > 0:
+        times = chunks(Poisson(spec.signups.per_hour), cp.streams.fresh(f"signups/{inst.key}"),
+                       cp.now, scenario.duration)
+        domain = f"{inst.template.name}-{inst.index}.example.com"
+        cp.env.process(_signups(cp, fleet, project_id, spec.provider, domain, times))
+
+
+def _signups(cp: ControlPlane, fleet: Fleet, project_id: str, provider: str, domain: str,
+             times: Iterator[Any]) -> Generator[Any, Any, None]:
+    """Each arrival creates a user through the verb of POST /projects/auth/user. One that
+    the control plane refuses (an action deleted the integration) is not counted."""
+    n = 0
+    for chunk in times:
+        for t in chunk:
+            yield cp.env.timeout(max(0.0, float(t) - cp.now))
+            n += 1
+            try:
+                cp.auth.create_user(project_id, provider, f"user{n}@{domain}", f"User {n}")
+            except ApiError:
+                continue
+            fleet.signups += 1
 
 
 def attach_workloads(cp: ControlPlane, scenario: Scenario,
@@ -134,6 +170,9 @@ def schedule_actions(cp: ControlPlane, scenario: Scenario, fleet: Fleet,
 
 def assumptions(scenario: Scenario, cp: ControlPlane) -> dict[str, str]:
     cfg = cp.config
+    signups = [f"{p.name} {p.auth.signups.per_hour:g}/h" for p in scenario.projects
+               if p.auth is not None and p.auth.signups is not None]
+    extra = {"auth sign-ups per project (Poisson)": ", ".join(signups)} if signups else {}
     return {
         "cold start (start_compute)": cfg.cold_start.describe(),
         "operation failure rate": f"{cfg.operation_failure_rate:g}",
@@ -148,7 +187,7 @@ def assumptions(scenario: Scenario, cp: ControlPlane) -> dict[str, str]:
         "detach idle projects after": _maybe_s(cfg.detach_after_s),
         "archive idle branches after": _maybe_s(cfg.archive_after_s),
         "connection records": cfg.record_connections.value,
-    }
+    } | extra
 
 
 def _maybe_s(value: float | None) -> str:
@@ -162,18 +201,31 @@ def run_scenario(
     instances: Sequence[ProjectInstance] | None = None,
     progress: Progress | None = None,
     steps: int = 200,
+    fleet_path: bool = True,
 ) -> RunResult:
-    """Run `scenario` (or only the given project instances: one shard of the fleet)."""
+    """Run `scenario` (or only the given project instances: one shard of the fleet).
+
+    Projects that nothing but their own workloads touch are computed by the fleet
+    path (`sim.engine.fleetpath`), which gives the engine's results exactly;
+    `fleet_path=False` runs everything in the SimPy engine."""
     seed = scenario.seed if seed is None else seed
     cp = ControlPlane(scenario.engine_config(), seed=seed, start=scenario.start,
                       region_id=scenario.region_id, plan=scenario.plan_of(scenario.projects[0]))
     fleet = Fleet()
     placed: list[tuple[Compute, ComputeSpec]] = []
+    external: list[tuple[Compute, ComputeSpec]] = []
+    quick = eligible_projects(scenario, cp.config) if fleet_path else set()
     for inst in instances if instances is not None else scenario.instances():
         try:
-            placed += build_project(cp, scenario, inst, fleet)
+            built = build_project(cp, scenario, inst, fleet)
         except ApiError as err:
             raise ScenarioRunError(f"{inst.key}: {err.message}") from None
+        if inst.key in quick:
+            for compute, _ in built:
+                compute.runtime.external = True  # type: ignore[union-attr]
+            external += built
+        else:
+            placed += built
     attach_workloads(cp, scenario, placed)
     schedule_releases(cp, scenario)
     actions: list[ActionRecord] = []
@@ -183,7 +235,23 @@ def run_scenario(
         cp.run_until(total * i / steps)
         if progress is not None:
             progress(cp.now, total)
-    result = cp.result(scenario.name, total, scenario.price_per_cu_hour,
-                       assumptions(scenario, cp))
+    if external:
+        try:
+            run_fleet_path(cp, scenario, external, cp.now)
+        except NotReproducible:
+            return run_scenario(scenario, seed=seed, instances=instances, progress=progress,
+                                steps=steps, fleet_path=False)
+    facts = assumptions(scenario, cp)
+    if instances is None and any(p.auth is not None for p in scenario.projects):
+        # whole runs only: the shards of one run must agree on their assumptions
+        facts["auth users created"] = auth_users(cp, fleet)
+    result = cp.result(scenario.name, total, scenario.price_per_cu_hour, facts)
     result.actions = actions
     return result
+
+
+def auth_users(cp: ControlPlane, fleet: Fleet) -> str:
+    """Users the sign-ups created, and the rows of every synced table at the end."""
+    tables = cp.auth.state()["databases"].values()
+    synced = sum(len(rows) for rows in tables if rows is not None)
+    return f"{fleet.signups} by sign-ups; {synced} rows in svc_auth.users_sync at the end"

@@ -1,0 +1,131 @@
+"""The fleet path gives exactly the SimPy engine's results, on many random workloads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sim.scenario.runner as runner
+from sim.engine.fleetpath import NotReproducible
+from sim.metrics import frames
+from sim.scenario.loader import parse_scenario
+
+
+def canonical(result) -> dict[str, pd.DataFrame]:
+    """Rows sorted by every column: the two paths append rows of different computes
+    in a different interleaving; the rows themselves must be equal."""
+    out = {}
+    for name, df in frames(result).items():
+        if name != "fleet":
+            df = df.sort_values(list(df.columns), kind="stable")
+        out[name] = df.reset_index(drop=True)
+    return out
+
+
+def random_distribution(rng: np.random.Generator, mean: float) -> dict:
+    kind = rng.choice(["fixed", "exponential", "lognormal"])
+    spec = {"dist": str(kind), "mean_s": float(round(mean * rng.uniform(0.5, 2), 3))}
+    if kind == "lognormal":
+        spec["sigma"] = float(round(rng.uniform(0.2, 1.5), 2))
+    return spec
+
+
+def random_arrivals(rng: np.random.Generator) -> dict:
+    kind = rng.choice(["poisson", "diurnal", "periodic", "bursty"])
+    if kind == "poisson":
+        return {"kind": "poisson", "per_hour": float(round(rng.uniform(0.5, 40), 2))}
+    if kind == "diurnal":
+        return {"kind": "diurnal", "peak_per_hour": float(round(rng.uniform(5, 80), 1)),
+                "trough_per_hour": float(round(rng.uniform(0, 3), 2)),
+                "peak_hour": int(rng.integers(0, 24))}
+    if kind == "periodic":
+        return {"kind": "periodic", "every": f"{int(rng.integers(5, 180))}m",
+                "jitter": f"{int(rng.integers(1, 60))}s"}
+    return {"kind": "bursty", "on_per_hour": float(round(rng.uniform(20, 200), 1)),
+            "off_per_hour": float(round(rng.uniform(0, 2), 2)),
+            "mean_on": f"{int(rng.integers(5, 60))}m", "mean_off": f"{int(rng.integers(30, 300))}m"}
+
+
+def random_compute(rng: np.random.Generator, ctype: str) -> dict:
+    spec: dict = {"type": ctype,
+                  "suspend_timeout_seconds": int(rng.choice([0, 60, 120, 900, -1]))}
+    if rng.random() < 0.5:
+        spec["size"] = {"cu": float(rng.choice([0.25, 0.5, 1, 2]))}
+    spec["pooler_enabled"] = bool(rng.random() < 0.4)
+    if rng.random() < 0.85:
+        spec["workload"] = {"arrivals": random_arrivals(rng),
+                            "session": random_distribution(rng, float(rng.uniform(2, 300)))}
+    return spec
+
+
+def random_scenario(seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    projects = []
+    for p in range(int(rng.integers(1, 4))):
+        branches = [{"name": "main", "computes": [random_compute(rng, "read_write")]
+                     + [random_compute(rng, "read_only") for _ in range(int(rng.integers(0, 3)))]}]
+        if rng.random() < 0.4:
+            branches.append({"name": "dev", "computes": [random_compute(rng, "read_write")]})
+        projects.append({"name": f"t{p}", "count": int(rng.integers(1, 4)), "branches": branches})
+    return {
+        "name": f"random-{seed}", "seed": seed, "duration": f"{int(rng.integers(6, 72))}h",
+        "record_connections": str(rng.choice(["all", "sampled", "off"])),
+        "connection_sample_rate": 0.3,
+        "engine": {
+            "cold_start": random_distribution(rng, 0.5),
+            "operation_durations": {"suspend_compute": random_distribution(rng, 0.2)},
+            "detach_after": None, "archive_after": None,
+        },
+        "projects": projects,
+    }
+
+
+@pytest.fixture
+def fallbacks(monkeypatch):
+    """Count the runs the fleet path handed back to the engine."""
+    seen: list[str] = []
+    real = runner.run_fleet_path
+
+    def spy(*args, **kwargs):
+        try:
+            return real(*args, **kwargs)
+        except NotReproducible as err:
+            seen.append(str(err))
+            raise
+
+    monkeypatch.setattr(runner, "run_fleet_path", spy)
+    return seen
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_fleet_path_equals_the_engine(seed: int, fallbacks: list[str]) -> None:
+    scenario = parse_scenario(random_scenario(seed))
+    engine = canonical(runner.run_scenario(scenario, fleet_path=False))
+    fleet = canonical(runner.run_scenario(scenario, fleet_path=True))
+    for name, table in engine.items():
+        pd.testing.assert_frame_equal(table, fleet[name], check_exact=True, obj=name)
+    assert len(fallbacks) <= 1
+
+
+def test_most_random_workloads_take_the_fleet_path(fallbacks: list[str]) -> None:
+    """The equality above is only evidence if the fleet path actually ran."""
+    for seed in range(40):
+        runner.run_scenario(parse_scenario(random_scenario(seed)), fleet_path=True)
+    assert len(fallbacks) <= 8, fallbacks
+
+
+def test_a_refused_connection_hands_the_run_back_to_the_engine(fallbacks: list[str]) -> None:
+    # 200 sessions of 10 minutes at once on 0.25 CU (112 connections): some are refused
+    doc = {"name": "burst", "duration": "1h", "engine": {"detach_after": None},
+           "projects": [{"name": "p", "branches": [{"name": "main", "computes": [{
+               "type": "read_write", "size": {"cu": 0.25},
+               "workload": {"arrivals": {"kind": "poisson", "per_hour": 20000},
+                            "session": {"dist": "fixed", "mean_s": 600}}}]}]}]}
+    scenario = parse_scenario(doc)
+    result = runner.run_scenario(scenario)
+    assert fallbacks and "refused" in fallbacks[0]
+    assert sum(row.refused for row in result.computes) > 0
+    engine = canonical(runner.run_scenario(scenario, fleet_path=False))
+    for name, table in canonical(result).items():
+        pd.testing.assert_frame_equal(table, engine[name], check_exact=True, obj=name)
