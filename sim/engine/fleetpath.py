@@ -227,7 +227,7 @@ def timeline(inp: Inputs) -> Timeline:
     if n and (np.any(d <= 0) or np.any(np.diff(a) == 0)):
         raise NotReproducible("sessions of zero length or arrivals at the same instant")
     A0 = inp.activated_at
-    if T is None or A0 >= until:
+    if T is None or A0 >= until or n == 0:  # at most one cycle: nothing to do in bulk
         return timeline_reference(inp)
     base_end = a + d
     R = np.maximum.accumulate(base_end) if n else base_end
