@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sim.engine.records import RunResult
 from sim.scenario.loader import _parse_yaml, load_scenario, parse_scenario  # the loader's YAML
 from sim.scenario.references import body_references, parse_reference
@@ -154,7 +156,27 @@ def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
         computes=merged("computes"), operations=merged("operations"),
         intervals=merged("intervals"), connections=merged("connections"),
         wakes=merged("wakes"), actions=actions, assumptions=dict(head.assumptions),
+        fleet_seconds=_summed_minutes(parts), wake_waits=_joined_waits(parts),
     )
+
+
+def _summed_minutes(parts: Sequence[tuple[RunResult, Sequence[str]]]
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per-minute sums of a run that kept no event rows: shards add up (in shard order)."""
+    sums = [r.fleet_seconds for r, _ in parts if r.fleet_seconds is not None]
+    if not sums:
+        return None
+    return (np.sum([on for on, _ in sums], axis=0), np.sum([cu for _, cu in sums], axis=0))
+
+
+def _joined_waits(parts: Sequence[tuple[RunResult, Sequence[str]]]
+                  ) -> dict[str, np.ndarray] | None:
+    if all(r.wake_waits is None for r, _ in parts):
+        return None
+    joined: dict[str, np.ndarray] = {}
+    for r, _ in parts:
+        joined.update(r.wake_waits or {})
+    return {k: joined[k] for k in sorted(joined)}
 
 
 def instance_order(scenario: Scenario) -> dict[str, int]:

@@ -75,6 +75,9 @@ class EngineConfig:
     user_sync_delay_s: float = 2.0
     #: per-connection records: all, a sample, or none (the summaries stay complete)
     record_connections: ConnectionRecording = ConnectionRecording.ALL
+    #: operations, state intervals and wakes as rows (True), or only as the per-minute
+    #: fleet series and per-compute waits (False: what a fleet of thousands wants)
+    record_events: bool = True
     connection_sample_rate: float = 0.01
 
     def duration_of(self, action: Action) -> Distribution:

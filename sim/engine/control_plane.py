@@ -24,7 +24,7 @@ from sim.engine.executor import Executor, Hook
 from sim.engine.ids import IdFactory
 from sim.engine.lifecycle import Lifecycle, is_on
 from sim.engine.model import Branch, Compute, Operation, Project
-from sim.engine.records import ComputeRow, OperationRow, Recorder, RunResult
+from sim.engine.records import ComputeRow, OperationRow, Recorder, RunResult, summarise_events
 from sim.engine.streams import Streams
 from sim.rules.errors import conflict, invalid, not_found
 from sim.rules.operations import Action
@@ -365,12 +365,15 @@ class ControlPlane(ComputeVerbs, Lifecycle):
             for p in projects.values() for o in p.operations
         ]
         rec = self.recorder
-        return RunResult(
+        result = RunResult(
             name=name, seed=self.seed, start_iso=self.clock.iso(0.0) or "",
             duration_s=duration_s, price_per_cu_hour=price_per_cu_hour, computes=rows,
             operations=ops, intervals=list(rec.intervals), connections=list(rec.connections),
             wakes=list(rec.wakes), assumptions=dict(assumptions or {}),
         )
+        if not self.config.record_events:
+            summarise_events(result, rec)
+        return result
 
     def any_on(self, project: Project) -> bool:
         return any(is_on(self.computes[i]) for b in project.branches

@@ -138,14 +138,15 @@ class Executor:
         """Free the lane and start whatever was waiting on this operation."""
         self._tasks.pop(task.op.id, None)
         queue = self._lanes[task.lane]
-        if queue and queue[0] is task:
+        was_head = bool(queue) and queue[0] is task
+        if was_head:
             queue.popleft()
         elif task in queue:
-            queue.remove(task)
-        if queue:
-            self._try_start(queue[0])
-        else:
+            queue.remove(task)  # skipped while queued: the head runs on untouched
+        if not queue:
             del self._lanes[task.lane]
+        elif was_head:
+            self._try_start(queue[0])
         for waiter in task.waiters:
             if self._lanes.get(waiter.lane) and self._lanes[waiter.lane][0] is waiter:
                 self._try_start(waiter)

@@ -397,14 +397,14 @@ def on_intervals(tl: Timeline, until: float) -> list[tuple[float, float]]:
     return spans
 
 
-def longest_quiet(spans: list[tuple[float, float]], start: float, until: float) -> float:
-    """The longest stretch in [start, until) covered by none of the spans."""
-    gap, reach = 0.0, start
-    for a, b in sorted(spans):
-        if a > reach:
-            gap = max(gap, a - reach)
-        reach = max(reach, b)
-    return max(gap, until - reach)
+def longest_quiet(starts: np.ndarray, ends: np.ndarray, until: float) -> float:
+    """The longest stretch between the first start and `until` covered by no span [start, end)."""
+    if len(starts) == 0:
+        return 0.0
+    order = np.argsort(starts, kind="stable")
+    s, reach = starts[order], np.maximum.accumulate(ends[order])
+    gaps = s[1:] - reach[:-1]
+    return float(max(gaps.max(initial=0.0), until - reach[-1]))
 
 
 __all__ = [

@@ -35,13 +35,35 @@ def apply_timeline(cp: ControlPlane, c: Compute, tl: Timeline, arrivals: np.ndar
     admitted = np.isfinite(tl.admitted_at)
     stats.sessions += int(admitted.sum())
     stats.peak_connections = max(stats.peak_connections, tl.peak_connections)
-    completed = [A for A in tl.active_at[1:] if A < until]
-    stats.cold_starts += len(completed)
-    stats.suspends += sum(1 for S in tl.suspended_at if S < until)
+    stats.cold_starts += len(tl.active_at) - 1  # the timeline holds activations within the run
+    stats.suspends += int(np.count_nonzero(np.array(tl.suspended_at) < until))
+    _connections(cp, c, tl, arrivals, durations)
+    if not cp.config.record_events:
+        _summarise(cp, c, tl, until)
+        return []
     _intervals(cp, c, tl, until)
     _wakes(cp, c, tl, until)
-    _connections(cp, c, tl, arrivals, durations)
     return _operations(cp, c, tl, until)
+
+
+def _summarise(cp: ControlPlane, c: Compute, tl: Timeline, until: float) -> None:
+    """Events not recorded: on-time per minute, running sums, cold-start waits."""
+    A = np.array(tl.active_at, dtype=np.float64)
+    A = A[A < until]
+    ends = np.array(tl.suspended_at[: len(A)] + [until] * (len(A) - len(tl.suspended_at)),
+                    dtype=np.float64)
+    ends = np.minimum(ends, until)
+    lengths = ends - A
+    cu = c.autoscaling_limit_min_cu
+    stats = c.stats
+    keep = lengths > 0
+    # the engine adds interval after interval: a cumulative sum adds in the same order
+    stats.active_s = float(np.cumsum(np.concatenate(([stats.active_s], lengths[keep])))[-1])
+    stats.cu_s = float(np.cumsum(np.concatenate(([stats.cu_s], cu * lengths[keep])))[-1])
+    cp.recorder.add_minutes(A[keep], ends[keep], np.full(int(keep.sum()), cu), until)
+    woke = len(A) - 1
+    if woke > 0:
+        cp.recorder.wake_waits[c.id] = A[1:] - np.array(tl.wake_at[:woke], dtype=np.float64)
 
 
 def _intervals(cp: ControlPlane, c: Compute, tl: Timeline, until: float) -> None:

@@ -37,6 +37,11 @@ class Lifecycle:
         project = self.projects[c.project_id]
         branch = self.branches[c.branch_id]
         lane = self.project_lane(project)
+        for queued in self.executor.pending(lane):  # not begun: this wake supersedes them
+            if queued.action == Action.TENANT_DETACH.value or (
+                    queued.action == Action.TIMELINE_ARCHIVE.value
+                    and queued.branch_id == branch.id):
+                self.executor.skip(queued)
         ops: list[Operation] = []
         if project.detached:
             ops.append(self.submit_project_op(project, Action.TENANT_REATTACH, branch.id,
@@ -99,7 +104,8 @@ class Lifecycle:
         )
 
     def _suspending(self: ControlPlane, c: Compute) -> None:
-        c.pending_state = IDLE
+        if c.pending_state != ACTIVE:  # a restart's suspension: still heading for active
+            c.pending_state = IDLE
 
     def _suspended(self: ControlPlane, c: Compute) -> None:
         now = self.env.now
@@ -172,8 +178,9 @@ class Lifecycle:
     # -- periodic availability checks ----------------------------------------
     def start_availability_checks(self: ControlPlane, branch: Branch) -> None:
         every = self.config.check_availability_every_s
-        if every is None:
-            return
+        if every is None or branch.id in self.checked_branches:
+            return  # one loop per branch, whatever computes come and go
+        self.checked_branches.add(branch.id)
         self.env.process(self._check_availability_loop(branch, every))
 
     def _check_availability_loop(self: ControlPlane, branch: Branch, every: float):

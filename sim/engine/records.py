@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import numpy as np
+
+from sim.engine.minutes import per_minute_integrals
+
 
 class StateInterval(NamedTuple):
     """A compute held `state` at size `cu` over [start_s, end_s)."""
@@ -66,6 +70,33 @@ class Recorder:
     intervals: list[StateInterval] = field(default_factory=list)
     connections: list[ConnectionRecord] = field(default_factory=list)
     wakes: list[WakeRecord] = field(default_factory=list)
+    #: what the fleet path adds when events are not recorded as rows
+    on_seconds: np.ndarray | None = None  # per minute
+    cu_seconds: np.ndarray | None = None
+    wake_waits: dict[str, np.ndarray] = field(default_factory=dict)
+
+    #: on-spans waiting to be folded into the per-minute sums (folding is per batch:
+    #: each fold costs a pass over every minute of the run)
+    pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    pending_rows: int = 0
+
+    def add_minutes(self, start: np.ndarray, end: np.ndarray, cu: np.ndarray,
+                    duration_s: float, batch: int = 500_000) -> None:
+        self.pending.append((start, end, cu))
+        self.pending_rows += len(start)
+        if self.pending_rows >= batch:
+            self.fold_minutes(duration_s)
+
+    def fold_minutes(self, duration_s: float) -> None:
+        parts = self.pending or [(np.empty(0), np.empty(0), np.empty(0))]
+        start, end, cu = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        self.pending, self.pending_rows = [], 0
+        on, cus = per_minute_integrals(start, end, [np.ones_like(cu), cu], duration_s)
+        if self.on_seconds is None or self.cu_seconds is None:
+            self.on_seconds, self.cu_seconds = on, cus
+        else:
+            self.on_seconds += on
+            self.cu_seconds += cus
 
 
 class ComputeRow(NamedTuple):
@@ -141,5 +172,31 @@ class RunResult:
     connections: list[ConnectionRecord] = field(default_factory=list)
     wakes: list[WakeRecord] = field(default_factory=list)
     actions: list[ActionRecord] = field(default_factory=list)
+    #: with events not recorded: per minute, compute-seconds on and CU-seconds
+    fleet_seconds: tuple[np.ndarray, np.ndarray] | None = None
+    #: with events not recorded: each compute's cold-start waits (s)
+    wake_waits: dict[str, np.ndarray] | None = None
     #: human-readable assumptions in force (cold-start distribution, pool size, prices...)
     assumptions: dict[str, str] = field(default_factory=dict)
+
+
+def summarise_events(result: RunResult, rec: Recorder) -> None:
+    """Fold state intervals and wakes into the per-minute series and per-compute waits,
+    and drop the event rows (operations, intervals, wakes) from the result."""
+    on = [iv for iv in result.intervals if iv.state != "idle" and iv.end_s > iv.start_s]
+    start = np.array([iv.start_s for iv in on], dtype=np.float64)
+    end = np.minimum(np.array([iv.end_s for iv in on], dtype=np.float64), result.duration_s)
+    cu = np.array([iv.cu for iv in on], dtype=np.float64)
+    rec.add_minutes(start, end, cu, result.duration_s)
+    rec.fold_minutes(result.duration_s)
+    assert rec.on_seconds is not None and rec.cu_seconds is not None
+    result.fleet_seconds = (rec.on_seconds, rec.cu_seconds)
+    waits: dict[str, list[float]] = {}
+    for w in result.wakes:
+        if w.cause != "create":
+            waits.setdefault(w.compute_id, []).append(w.wait_s)
+    merged = {k: np.asarray(v, dtype=np.float64) for k, v in waits.items()}
+    for key, extra in rec.wake_waits.items():
+        merged[key] = np.concatenate((merged[key], extra)) if key in merged else extra
+    result.wake_waits = merged
+    result.operations, result.intervals, result.wakes = [], [], []

@@ -18,6 +18,8 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
+import numpy as np
+
 from sim.engine.config import ConnectionRecording
 from sim.engine.kernel import timeout_at
 from sim.engine.model import Compute
@@ -89,7 +91,7 @@ class ComputeRuntime:
         self.activated_at: float | None = None
         self.record_mode = self.config.record_connections
         self.sample_rate = self.config.connection_sample_rate
-        self.sample_rng = cp.streams.get(f"connection-sample/{compute.key}")
+        self.sample_rng: np.random.Generator | None = None  # drawn from only when sampling
         self.refresh_settings()
 
     # -- configuration -----------------------------------------------------
@@ -288,8 +290,11 @@ class ComputeRuntime:
         mode = self.record_mode
         if mode is ConnectionRecording.OFF:
             return
-        if mode is ConnectionRecording.SAMPLED and self.sample_rng.random() >= self.sample_rate:
-            return
+        if mode is ConnectionRecording.SAMPLED:
+            if self.sample_rng is None:
+                self.sample_rng = self.cp.streams.get(f"connection-sample/{self.c.key}")
+            if self.sample_rng.random() >= self.sample_rate:
+                return
         c = self.c
         self.recorder.connections.append(
             ConnectionRecord(c.id, c.project_id, arrival, wait, d, outcome, cold)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sim.engine.minutes import MINUTE_S, per_minute_integrals
 from sim.engine.records import (
     ActionRecord,
     ComputeRow,
@@ -34,7 +35,6 @@ I64 = np.dtype("int64")
 BOOL = np.dtype("bool")
 TIME = pd.DatetimeTZDtype("us", "UTC")
 
-MINUTE_S = 60.0
 #: states in which a compute runs (and is billed); idle computes hold 0 CU
 ON_STATES = (ComputeState.INIT.value, ComputeState.ACTIVE.value)
 #: wakes that are not cold starts: a new compute's first start is provisioning
@@ -146,7 +146,8 @@ def frames(result: RunResult) -> dict[str, pd.DataFrame]:
         ),
         "wakes": wakes,
         "actions": records_frame(result.actions, ActionRecord._fields, SCHEMAS["actions"]),
-        "fleet": fleet_frame(intervals, result.duration_s, result.start_iso),
+        "fleet": fleet_frame(intervals, result.duration_s, result.start_iso,
+                             result.fleet_seconds),
     }
 
 
@@ -191,7 +192,7 @@ def computes_frame(
     end = df["deleted_s"].fillna(result.duration_s).clip(upper=result.duration_s)
     lifetime = end - df["created_s"].clip(lower=0.0)
     df["active_share"] = (df["active_s"] / lifetime).where(lifetime > 0)
-    stats = wake_stats(wakes)
+    stats = wake_stats(wakes) if result.wake_waits is None else waits_stats(result.wake_waits)
     for column in ("wake_p50_s", "wake_p99_s", "wake_max_s"):
         df[column] = df["compute_id"].map(stats[column]).astype(F64)
     return df.astype(SCHEMAS["computes"])
@@ -215,19 +216,39 @@ def wake_stats(wakes: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def waits_stats(waits: dict[str, np.ndarray]) -> pd.DataFrame:
+    """`wake_stats` from per-compute arrays of waits (a run that kept no wake rows)."""
+    ids = sorted(k for k, v in waits.items() if len(v))
+    return pd.DataFrame(
+        {
+            "wake_p50_s": [float(np.quantile(waits[k], 0.5)) for k in ids],
+            "wake_p99_s": [float(np.quantile(waits[k], 0.99)) for k in ids],
+            "wake_max_s": [float(np.max(waits[k])) for k in ids],
+        },
+        index=pd.Index(ids, name="compute_id"),
+        dtype=F64,
+    )
+
+
 def start_timestamp(start_iso: str) -> pd.Timestamp:
     """The scenario's start instant as a UTC timestamp (a naive one is taken as UTC)."""
     start = pd.Timestamp(start_iso)
     return start.tz_localize("UTC") if start.tzinfo is None else start.tz_convert("UTC")
 
 
-def fleet_frame(intervals: pd.DataFrame, duration_s: float, start_iso: str) -> pd.DataFrame:
-    """Per-minute fleet series over [0, duration_s); the last minute may be partial."""
+def fleet_frame(intervals: pd.DataFrame, duration_s: float, start_iso: str,
+                seconds: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
+    """Per-minute fleet series over [0, duration_s); the last minute may be partial.
+
+    `seconds`: the engine's own per-minute sums, for a run that kept no interval rows."""
     n_minutes = math.ceil(duration_s / MINUTE_S) if duration_s > 0 else 0
     if n_minutes == 0:
         return empty_frame(SCHEMAS["fleet"])
-    start, end, cu = on_intervals(intervals, duration_s)
-    computes_s, cu_s = per_minute_integrals(start, end, [np.ones_like(cu), cu], duration_s)
+    if seconds is not None:
+        computes_s, cu_s = seconds
+    else:
+        start, end, cu = on_intervals(intervals, duration_s)
+        computes_s, cu_s = per_minute_integrals(start, end, [np.ones_like(cu), cu], duration_s)
     minute = np.arange(n_minutes, dtype=I64)
     # seconds of each minute inside the run: 60, except perhaps the last
     length = np.minimum(MINUTE_S, duration_s - minute * MINUTE_S)
@@ -258,31 +279,3 @@ def on_intervals(
     return start[keep], end[keep], intervals["cu"].to_numpy(dtype=F64)[on][keep]
 
 
-def per_minute_integrals(
-    start: np.ndarray, end: np.ndarray, weights: list[np.ndarray], duration_s: float
-) -> list[np.ndarray]:
-    """For each weight w: the integral over each minute of sum(w_i over intervals i open).
-
-    Intervals are [start, end) within [0, duration_s) (see `on_intervals`). A minute k is covered
-    whole by every interval with ks < k < ke (ks, ke the minutes holding its start
-    and end): those go to a difference array whose running sum counts them at
-    60 s each. The partial minutes at both ends are corrected in place:
-    minute ks loses (start - 60 ks), minute ke gains (end - 60 ke). When ks == ke
-    the two cancel on the difference array and leave w (end - start).
-    """
-    n_minutes = math.ceil(duration_s / MINUTE_S)
-    first = np.floor(start / MINUTE_S).astype(np.int64)
-    last = np.floor(end / MINUTE_S).astype(np.int64)  # == n_minutes only when end == duration
-    head = start - first * MINUTE_S
-    tail = end - last * MINUTE_S
-    size = n_minutes + 1
-    out = []
-    for w in weights:
-        diff = np.bincount(first, weights=w, minlength=size) - np.bincount(
-            last, weights=w, minlength=size
-        )
-        partial = np.bincount(last, weights=w * tail, minlength=size) - np.bincount(
-            first, weights=w * head, minlength=size
-        )
-        out.append((np.cumsum(diff) * MINUTE_S + partial)[:n_minutes])
-    return out

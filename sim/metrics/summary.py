@@ -58,11 +58,14 @@ def summary(frames: dict[str, pd.DataFrame], result: RunResult) -> dict[str, Any
     out["refused_share"] = _ratio(out["refused"], attempts)
     per_session = _ratio(out["cold_starts"], out["sessions"])
     out["cold_starts_per_1000_sessions"] = None if per_session is None else 1000 * per_session
-    waits = cold_start_waits(frames["wakes"])["wait_s"].to_numpy()
+    if result.wake_waits is None:
+        waits = cold_start_waits(frames["wakes"])["wait_s"].to_numpy()
+    else:
+        waits = np.concatenate([np.empty(0), *result.wake_waits.values()])
     out["wake_p50_s"] = _quantile(waits, 0.5)
     out["wake_p99_s"] = _quantile(waits, 0.99)
     out["wake_max_s"] = _quantile(waits, 1.0)
-    out.update(_fleet_stats(frames["fleet"], frames["intervals"], result.duration_s))
+    out.update(_fleet_stats(frames["fleet"], frames["intervals"], result))
     out.update(_operation_stats(operations))
     actions = frames["actions"]
     out["scripted_actions"] = int(len(actions))
@@ -82,9 +85,20 @@ def _max(series: pd.Series) -> float | None:
     return float(series.max()) if len(series) else None
 
 
-def _fleet_stats(fleet: pd.DataFrame, intervals: pd.DataFrame, duration_s: float) -> dict[str, Any]:
-    start, end, cu = on_intervals(intervals, duration_s)
+def _fleet_stats(fleet: pd.DataFrame, intervals: pd.DataFrame, result: RunResult
+                 ) -> dict[str, Any]:
+    duration_s = result.duration_s
     has_time = duration_s > 0
+    if result.fleet_seconds is not None:  # no interval rows: the per-minute sums say it all
+        on, cu_s = result.fleet_seconds
+        return {
+            "peak_active_computes": None,  # an instant's peak needs the intervals
+            "peak_active_computes_minute": _max(fleet["active_computes"]),
+            "mean_active_computes": float(on.sum() / duration_s) if has_time else None,
+            "peak_total_cu_minute": _max(fleet["total_cu"]),
+            "mean_total_cu": float(cu_s.sum() / duration_s) if has_time else None,
+        }
+    start, end, cu = on_intervals(intervals, duration_s)
     return {
         "peak_active_computes": peak_concurrent(start, end),
         "peak_active_computes_minute": _max(fleet["active_computes"]),

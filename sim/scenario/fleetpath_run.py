@@ -83,11 +83,13 @@ def _limits(cp: ControlPlane, c: Compute) -> tuple[float, float]:
     return rt.max_conn, INF
 
 
-def on_spans(tl: Timeline, created: float, until: float) -> list[tuple[float, float]]:
+def on_spans(tl: Timeline, created: float, until: float) -> tuple[np.ndarray, np.ndarray]:
     """When the compute counts as on for storage: from a wake (or creation) until suspended."""
-    starts = [created] + tl.wake_at
-    return [(w, min(tl.suspended_at[k] if k < len(tl.suspended_at) else INF, until))
-            for k, w in enumerate(starts) if w < until]
+    starts = np.array([created] + tl.wake_at, dtype=np.float64)
+    ends = np.full(len(starts), INF)
+    ends[: len(tl.suspended_at)] = tl.suspended_at[: len(starts)]
+    keep = starts < until
+    return starts[keep], np.minimum(ends[keep], until)
 
 
 def _check_storage(cp: ControlPlane, spans: dict[str, list], until: float) -> None:
@@ -95,7 +97,11 @@ def _check_storage(cp: ControlPlane, spans: dict[str, list], until: float) -> No
     cfg = cp.config
     for key, group in spans.items():
         after = cfg.archive_after_s if key.startswith("branch:") else cfg.detach_after_s
-        if after is not None and group and longest_quiet(group, group[0][0], until) >= after:
+        if after is None:
+            continue
+        starts = np.concatenate([s for s, _ in group])
+        ends = np.concatenate([e for _, e in group])
+        if longest_quiet(starts, ends, until) >= after:
             raise NotReproducible(f"{key} would be detached or archived")
 
 
@@ -119,11 +125,9 @@ def run_fleet_path(cp: ControlPlane, scenario: Scenario,
         ops = apply_timeline(cp, c, tl, arrivals, durations, until)
         ops_by_project.setdefault(c.project_id, []).extend(ops)
         mine = on_spans(tl, c.created_at, until)
-        spans.setdefault(f"project:{c.project_id}", []).extend(mine)
+        spans.setdefault(f"project:{c.project_id}", []).append(mine)
         if not cp.branches[c.branch_id].default:
-            spans.setdefault(f"branch:{c.branch_id}", []).extend(mine)
-    for group in spans.values():
-        group.sort()
+            spans.setdefault(f"branch:{c.branch_id}", []).append(mine)
     _check_storage(cp, spans, until)
     for project_id, ops in ops_by_project.items():
         file_operations(cp, project_id, ops)
