@@ -91,23 +91,17 @@ def project_ranks(result: RunResult, instance_keys: Sequence[str],
                   order: Mapping[str, int]) -> dict[str, tuple]:
     """A sort key for every project of `result`.
 
-    `result` ran the instances `instance_keys`, built in that order before any
-    time passed, so the first projects of its operation list (which follows
-    project creation) are those instances. Projects beyond them were created
-    by scripted API calls; they sort after all instances, by creation time.
+    `result` ran the instances `instance_keys`; its `projects` names each
+    project's instance key. Projects of no instance were created by scripted
+    API calls; they sort after all instances, by creation time.
     """
-    first_op: dict[str, float] = {}
-    for op in result.operations:
-        first_op.setdefault(op.project_id, op.created_s)
-    projects = list(first_op)
-    if len(projects) < len(instance_keys):
-        raise RuntimeError(f"a run of {len(instance_keys)} project instances created only "
-                           f"{len(projects)} projects")
+    mine = set(instance_keys)
     ranks: dict[str, tuple] = {}
-    for pid, key in zip(projects, instance_keys, strict=False):
-        ranks[pid] = (0, order[key], 0.0, "")
-    for pid in projects[len(instance_keys):]:
-        ranks[pid] = (1, 0, first_op[pid], pid)
+    for pid, (key, created) in result.projects.items():
+        ranks[pid] = (0, order[key], 0.0, "") if key in mine else (1, 0, created, pid)
+    if sum(rank[0] == 0 for rank in ranks.values()) < len(mine):
+        raise RuntimeError(f"a run of {len(mine)} project instances created only "
+                           f"{len(ranks)} projects")
     return ranks
 
 
@@ -157,6 +151,8 @@ def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
         intervals=merged("intervals"), connections=merged("connections"),
         wakes=merged("wakes"), actions=actions, assumptions=dict(head.assumptions),
         fleet_seconds=_summed_minutes(parts), wake_waits=_joined_waits(parts),
+        projects={pid: info for pid in sorted(ranks, key=ranks.__getitem__)
+                  for r, _ in parts if (info := r.projects.get(pid)) is not None},
     )
 
 

@@ -371,6 +371,7 @@ class ControlPlane(ComputeVerbs, Lifecycle):
             operations=ops, intervals=list(rec.intervals), connections=list(rec.connections),
             wakes=list(rec.wakes), assumptions=dict(assumptions or {}),
         )
+        result.projects = {p.id: (p.key, p.created_at) for p in projects.values()}
         if not self.config.record_events:
             summarise_events(result, rec)
         return result

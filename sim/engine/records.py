@@ -172,6 +172,8 @@ class RunResult:
     connections: list[ConnectionRecord] = field(default_factory=list)
     wakes: list[WakeRecord] = field(default_factory=list)
     actions: list[ActionRecord] = field(default_factory=list)
+    #: every project of the run, in creation order: id -> (scenario key, created at)
+    projects: dict[str, tuple[str, float]] = field(default_factory=dict)
     #: with events not recorded: per minute, compute-seconds on and CU-seconds
     fleet_seconds: tuple[np.ndarray, np.ndarray] | None = None
     #: with events not recorded: each compute's cold-start waits (s)

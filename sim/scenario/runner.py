@@ -151,7 +151,9 @@ def schedule_releases(cp: ControlPlane, scenario: Scenario) -> None:
 
 def schedule_actions(cp: ControlPlane, scenario: Scenario, fleet: Fleet,
                      log: list[ActionRecord]) -> None:
-    from sim.api.dispatch import dispatch  # scenario -> api -> engine, resolved lazily
+    if not scenario.actions:
+        return
+    from sim.api.dispatch import dispatch  # scenario -> api -> engine; FastAPI only when needed
 
     def run(action) -> None:
         try:
