@@ -1,10 +1,10 @@
 """`create_app(server)`: the FastAPI application of `sim serve`.
 
-    /api/v2/...   the management API (computes, operations, projects, branches)
+    /api/v2/...   the management API (computes, operations, projects, branches, auth)
     /_sim/...     the simulation's control calls (clock, connections, faults, reset)
     /             the console page;  /docs  the OpenAPI document, browsable
 
-Routes live in `computes`, `projects`, `control` and `console` (one route
+Routes live in `computes`, `projects`, `auth`, `control` and `console` (one route
 table each); `errors` turns every refusal into the one error body.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from sim.api import computes, console, control, errors, projects
+from sim.api import auth, computes, console, control, errors, journal, limits, projects
 from sim.api.server import SimServer
 
 DESCRIPTION = """\
@@ -38,15 +38,20 @@ def create_app(server: SimServer) -> FastAPI:
         openapi_tags=[
             {"name": "computes", "description": "compute endpoints (spec.md #17-#21)"},
             {"name": "operations", "description": "operations (spec.md #22, #23)"},
+            {"name": "auth", "description": "managed auth (spec.md #1-#16, beta)"},
             {"name": "projects"},
             {"name": "branches"},
             {"name": "simulation", "description": "the simulator's own controls (/_sim)"},
         ],
     )
     app.state.server = server
+    # middleware: the last installed runs first (request id, then limits, then journal)
+    journal.install(app, server)
+    limits.install(app, server)
     errors.install(app, server)
     app.include_router(computes.router)
     app.include_router(projects.router)
+    app.include_router(auth.router)
     app.include_router(control.router)
     app.include_router(console.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]

@@ -1,9 +1,12 @@
 """The /_sim control namespace: the simulation's own knobs, beside the real API.
 
 Clock (read, advance in manual mode), connections opened by a pretend client,
-faults, reset. Every call needs an API key; any valid key may drive the
-clock and the faults (the simulator serves one account), while connections
-reach only projects within the key's reach. Outages and extra latency never
+faults, reset; for managed auth, what happens outside the service (the
+customer confirming an ownership transfer in a browser) and a read-only SQL
+query of a branch database (the synced `svc_auth.users_sync`). Every call
+needs an API key; any valid key may drive the clock and the faults (the
+simulator serves one account), while connections and the auth calls reach
+only projects within the key's reach. Outages and extra latency never
 apply here, so a test can always move time past an outage.
 """
 
@@ -27,9 +30,17 @@ from sim.api.schemas import (
     FaultsRequest,
     ResetOut,
 )
+from sim.api.schemas_auth import (
+    AuthQueryRequest,
+    ConfirmTransferRequest,
+    IntegrationItemOut,
+    QueryOut,
+)
 from sim.api.server import SimServer
+from sim.engine.auth import transfer_token_of
 from sim.engine.clock import to_us
 from sim.engine.control_plane import ControlPlane
+from sim.rules.errors import invalid
 
 router = APIRouter(prefix="/_sim", tags=["simulation"], responses=error_docs(400, 401))
 
@@ -104,3 +115,43 @@ def reset(server: Server, key: Key):
     server.reset()
     with server.world(api=False) as cp:
         return {"clock": clock_view(server, cp), "projects": len(cp.list_projects())}
+
+
+@router.post("/auth/confirm_transfer", response_model=IntegrationItemOut,
+             responses=error_docs(404))
+def confirm_transfer(body: ConfirmTransferRequest, server: Server, key: Key):
+    """The customer opened the URL of transfer_ownership and accepted: owned_by becomes `user`.
+
+    Send the URL itself or its one-time code (`token`); answers the integration's list item.
+    """
+    token = _transfer_token(body)
+    with server.world(api=False) as cp:
+        key.project(cp, body.project_id)
+        integ = cp.auth.confirm_transfer(body.project_id, token)
+        return next(i for i in cp.auth.list_integrations(body.project_id)
+                    if i["auth_provider"] == integ.auth_provider)
+
+
+def _transfer_token(body: ConfirmTransferRequest) -> str:
+    if (body.token is None) == (body.url is None):
+        raise invalid("token", "give either token or url (the url transfer_ownership returned)")
+    if body.token is not None:
+        return body.token
+    try:
+        return transfer_token_of(body.url or "")
+    except (KeyError, ValueError):
+        raise invalid("url", "not a transfer confirmation URL (it has no code)") from None
+
+
+@router.post("/auth/query", response_model=QueryOut, responses=error_docs(404))
+def auth_query(body: AuthQueryRequest, server: Server, key: Key):
+    """One read-only SELECT on a branch database, rows as objects, e.g.
+    `SELECT id, email, name, created_at FROM svc_auth.users_sync`.
+
+    Defaults: the branch and database of the project's integration. 404 for a
+    database no integration created; 400 naming `sql` for anything but one SELECT.
+    """
+    with server.world(api=False) as cp:
+        key.project(cp, body.project_id)
+        return {"rows": cp.auth.query(body.project_id, body.sql, body.branch_id,
+                                      body.database_name)}

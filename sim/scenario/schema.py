@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from sim.engine.config import AutoscalerConfig, ConnectionRecording, EngineConfig
+from sim.rules.auth import check_auth_provider
 from sim.rules.connections import AutoscalingConnections
 from sim.rules.errors import ApiError
 from sim.rules.operations import Action
@@ -292,6 +293,29 @@ class BranchSpec(Spec):
         return [c for c in self.computes if c.type == compute_type]
 
 
+class SignupsSpec(Spec):
+    """Users signing up at the auth provider of each project: a Poisson process."""
+
+    per_hour: NonNegative
+
+
+class AuthSpec(Spec):
+    """Managed auth of each project: the integration at t=0 (as POST /projects/auth/create,
+    on the branch's `svcdb`), then sign-ups through the verb of POST /projects/auth/user."""
+
+    provider: str = "stack"
+    branch: str | None = None  # default: the first (default) branch
+    signups: SignupsSpec | None = None
+
+    @field_validator("provider")
+    @classmethod
+    def _supported(cls, value: str) -> str:
+        try:
+            return check_auth_provider(value)
+        except ApiError as err:
+            raise ValueError(api_reason(err)) from None
+
+
 class ProjectSpec(Spec):
     """A project template; `count` projects are made from it."""
 
@@ -300,6 +324,23 @@ class ProjectSpec(Spec):
     plan: PlanName | None = None  # default: the scenario's plan
     history_retention: Duration = 86_400.0
     branches: Annotated[list[BranchSpec], Field(min_length=1)]
+    auth: AuthSpec | None = None
+
+    @model_validator(mode="after")
+    def _auth_on_a_declared_branch(self) -> ProjectSpec:
+        wanted = self.auth.branch if self.auth is not None else None
+        if wanted is not None and self.branch(wanted) is None:
+            names = ", ".join(b.name for b in self.branches)
+            raise ValueError(f"auth.branch: {wanted!r} is not a branch of this project "
+                             f"(declared: {names})")
+        return self
+
+    @property
+    def auth_branch(self) -> str | None:
+        """The branch the `auth:` integration is bound to; None without `auth:`."""
+        if self.auth is None:
+            return None
+        return self.auth.branch or self.branches[0].name
 
     def branch(self, name: str) -> BranchSpec | None:
         return next((b for b in self.branches if b.name == name), None)
@@ -424,6 +465,9 @@ class Scenario(Spec):
     price_per_cu_hour: NonNegative = 0.16
     region_id: Annotated[str, Field(min_length=1)] = "aws-us-east-2"
     record_connections: Literal["all", "sampled", "off"] = "all"
+    # operations, state intervals and wakes as rows ("all"), or only the per-minute fleet
+    # series and per-compute cold-start waits ("off"): for fleets of thousands of computes
+    record_events: Literal["all", "off"] = "all"
     connection_sample_rate: Annotated[float, Field(gt=0, le=1)] = 0.01
     engine: EngineSpec = EngineSpec()
     faults: FaultsSpec = FaultsSpec()
@@ -486,5 +530,6 @@ class Scenario(Spec):
             archive_after_s=e.archive_after,
             user_sync_delay_s=e.user_sync_delay,
             record_connections=ConnectionRecording(self.record_connections),
+            record_events=self.record_events == "all",
             connection_sample_rate=self.connection_sample_rate,
         )

@@ -15,6 +15,9 @@ E = P + "/endpoints/{endpoint_id}"
 ENDPOINT_BODY = {"endpoint": {"branch_id": "{branch_id}", "type": "read_only"}}
 CONNECT_BODY = {"project_id": "{project_id}", "endpoint_id": "{endpoint_id}", "count": 1,
                 "duration_seconds": 5}
+A = P + "/auth"
+AUTH_BODY = {"project_id": "{project_id}", "auth_provider": "stack"}  # project_id in the body
+DOMAIN = {"domain": "https://k.example.com", "auth_provider": "stack"}
 
 #: (method, path, body, status for a project-scoped key of ANOTHER project)
 ROUTES: list[tuple[str, str, Any, int]] = [
@@ -38,12 +41,32 @@ ROUTES: list[tuple[str, str, Any, int]] = [
     ("DELETE", P + "/branches/{branch_id}", None, 404),
     ("GET", P + "/operations", None, 404),
     ("GET", P + "/operations/{operation_id}", None, 404),
+    ("POST", "/api/v2/projects/auth/create", {**AUTH_BODY, "branch_id": "{branch_id}"}, 404),
+    ("GET", A + "/integrations", None, 404),
+    ("POST", "/api/v2/projects/auth/keys", AUTH_BODY, 404),
+    ("POST", "/api/v2/projects/auth/user", {**AUTH_BODY, "email": "k@example.com"}, 404),
+    ("DELETE", A + "/users/{auth_user_id}", None, 404),
+    ("POST", "/api/v2/projects/auth/transfer_ownership", AUTH_BODY, 404),
+    ("DELETE", A + "/integration/{auth_provider}", None, 404),
+    ("GET", A + "/oauth_providers", None, 404),
+    ("POST", A + "/oauth_providers", {"id": "google"}, 404),
+    ("PATCH", A + "/oauth_providers/{oauth_provider_id}", {"client_id": "c", "client_secret": "s"},
+     404),
+    ("DELETE", A + "/oauth_providers/{oauth_provider_id}", None, 404),
+    ("GET", A + "/domains", None, 404),
+    ("POST", A + "/domains", DOMAIN, 404),
+    ("DELETE", A + "/domains", {"auth_provider": "stack", "domains": [{"domain": DOMAIN["domain"]}]},
+     404),
+    ("GET", A + "/email_server", None, 404),
+    ("PATCH", A + "/email_server", {"type": "shared"}, 404),
     ("GET", "/_sim/clock", None, 200),
     ("POST", "/_sim/advance", {"seconds": 1}, 200),
     ("POST", "/_sim/connections", CONNECT_BODY, 404),
     ("GET", "/_sim/faults", None, 200),
     ("POST", "/_sim/faults", {"extra_latency_ms": 0}, 200),
     ("GET", "/_sim/console", None, 200),
+    ("POST", "/_sim/auth/confirm_transfer", {"project_id": "{project_id}", "token": "t"}, 404),
+    ("POST", "/_sim/auth/query", {"project_id": "{project_id}", "sql": "SELECT 1"}, 404),
     ("POST", "/_sim/reset", None, 200),  # last: it wipes the world
 ]
 
@@ -69,6 +92,13 @@ def world(api: SimClient) -> dict[str, str]:
     ids = {"project_id": made["project"]["id"], "branch_id": made["branch"]["id"],
            "endpoint_id": made["endpoints"][0]["id"],
            "operation_id": made["operations"][0]["id"]}
+    auth = {"project_id": ids["project_id"], "auth_provider": "stack"}
+    assert api.post("projects/auth/create", json={**auth, "branch_id": ids["branch_id"]}
+                    ).status_code == 201
+    user = api.post("projects/auth/user", json={**auth, "email": "world@example.com"}).json()
+    r = api.post(f"projects/{ids['project_id']}/auth/oauth_providers", json={"id": "github"})
+    assert r.status_code == 200
+    ids.update(auth_user_id=user["id"], auth_provider="stack", oauth_provider_id="github")
     api.advance(60)
     return ids
 
