@@ -24,7 +24,9 @@ def test_client_on_a_bare_control_plane_and_inside_an_event_loop() -> None:
     threads = threading.active_count()
     for _ in range(20):
         api.get("projects")
-    assert threading.active_count() == threads  # no thread left behind per request
+    # no thread left behind per request: 20 requests leave at most one pool thread more
+    # (an idle pool thread may also exit meanwhile, so this is a bound, not an equality)
+    assert threading.active_count() <= threads + 1
     assert api.advance(10)["seconds"] == 10 and cp.now == 10
 
 
