@@ -170,22 +170,59 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return _fail(str(err))
     if args.speed <= 0:
         return _fail("--speed must be > 0")
+    from sim.api.limits import RateLimit
     from sim.scenario.runner import ScenarioRunError
 
     try:
-        server = SimServer(seed=args.seed, clock=args.clock, speed=args.speed, scenario=scenario)
+        rate_limit = RateLimit.parse(args.rate_limit)
+    except ValueError as err:
+        return _fail(f"--rate-limit: {err}")
+    if args.max_body_bytes < 1:
+        return _fail("--max-body-bytes must be >= 1")
+    limits = {"rate_limit": rate_limit, "max_body_bytes": args.max_body_bytes}
+    restored = None
+    try:
+        if args.state:
+            from sim.api.journal import StateError, open_server
+            from sim.scenario.loader import ScenarioError
+
+            try:
+                server, restored = open_server(args.state, seed=args.seed, clock=args.clock,
+                                               speed=args.speed, scenario_path=args.scenario,
+                                               **limits)
+            except (StateError, ScenarioError) as err:
+                return _fail(str(err))
+        else:
+            server = SimServer(seed=args.seed, clock=args.clock, speed=args.speed,
+                               scenario=scenario, **limits)
     except ScenarioRunError as err:
         return _fail(f"{args.scenario}: {err}")
-    key = server.add_personal_key(args.api_key)
+    key = None
+    if args.api_key is not None or not server.saved_keys:
+        key = server.add_personal_key(args.api_key)
+        if server.journal is not None:
+            server.journal.save_key(key)  # as its SHA-256: a restart accepts it again
     base = f"http://{args.host}:{args.port}"
     clock = "manual (POST /_sim/advance)" if args.clock == "manual" else f"realtime x{args.speed:g}"
     print(f"sim serve: {base}/api/v2/  (clock: {clock}, seed {server.seed})")
-    if args.api_key is None:
+    print(f"limits: {rate_limit or 'no rate limit'}; bodies up to {args.max_body_bytes} bytes")
+    if restored is not None:
+        what = ("new state file" if restored.created else
+                f"{restored.requests} requests ({restored.entries} journal entries) replayed "
+                f"in {restored.seconds:.1f} s; simulated now {server.cp.now:g} s")
+        print(f"state: {args.state} ({what})")
+    if key is not None and args.api_key is None:
         print(f"API key (personal, shown once): {key.secret}")
+    elif key is None:
+        print(f"API keys: the {len(server.saved_keys)} saved in {args.state} (kept as hashes)")
     print(f"console: {base}/#key=<API key>   OpenAPI: {base}/docs")
     sys.stdout.flush()
-    uvicorn.run(create_app(server), host=args.host, port=args.port, log_level="warning",
-                access_log=False, ws="none", lifespan="off")
+    try:
+        uvicorn.run(create_app(server), host=args.host, port=args.port, log_level="warning",
+                    access_log=False, ws="none", lifespan="off")
+    finally:
+        if server.journal is not None:
+            server.journal.close()
     return 0
 
 
@@ -309,6 +346,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--speed", type=float, default=1.0,
                        help="realtime clock: simulated seconds per wall second")
     serve.add_argument("--seed", type=int, help="random seed (default: the scenario's, or 0)")
+    serve.add_argument("--state", metavar="FILE",
+                       help="keep the world in this SQLite file: every acknowledged change is "
+                            "committed before the answer, and a restart replays it")
+    serve.add_argument("--rate-limit", default="700,40", metavar="PER_MIN[,BURST]|off",
+                       help="requests a minute per API key, and a second per route "
+                            "(default 700,40, as the real API); off: no limit")
+    serve.add_argument("--max-body-bytes", type=int, default=1 << 20, metavar="N",
+                       help="refuse larger request bodies with 413 (default 1 MiB)")
     return parser
 
 

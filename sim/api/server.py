@@ -9,20 +9,32 @@ Clock modes:
 - realtime: before each request the world runs up to
   speed x (wall seconds since the server started), so polling an operation
   over HTTP sees it progress as a client of the real service would.
+
+Options of `sim serve` (docs/reliability.md): rate limits and the body cap
+(`sim.api.limits`, read by its middleware), and a state file (`journal`,
+`sim.api.journal`): every change of the world made here or through a route is
+appended to it inside the lock, and every lock section waits, after leaving
+the lock, until what it saw is committed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import itertools
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import EllipsisType
 from typing import TYPE_CHECKING
 
+from sim.api.journal import CURRENT, Entry, Journal, bearer_token
 from sim.api.keys import ORG_ID, ApiKey, KeyStore, scenario_keys
+from sim.api.limits import DEFAULT_MAX_BODY_BYTES, RateLimit, RateLimiter
 from sim.engine.clock import DEFAULT_START
 from sim.engine.config import EngineConfig
 from sim.engine.control_plane import ControlPlane
@@ -61,8 +73,14 @@ class SimServer:
         config: EngineConfig | None = None,
         control_plane: ControlPlane | None = None,
         wall: Callable[[], float] = time.monotonic,
+        rate_limit: RateLimit | None = None,
+        max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
     ):
-        """A server over a fresh control plane (or a scenario's fleet, or `control_plane`)."""
+        """A server over a fresh control plane (or a scenario's fleet, or `control_plane`).
+
+        `rate_limit` None: not limited (the in-process client, dispatch); `sim serve`
+        gives one. `max_body_bytes` None: no cap on request bodies.
+        """
         if not speed > 0:
             raise ValueError("speed must be > 0")
         if seed is None:
@@ -81,6 +99,31 @@ class SimServer:
         self._wrapped = control_plane is not None
         self.cp: ControlPlane = control_plane if control_plane is not None else self._build()
         self._wall_origin = wall()
+        self.journal: Journal | None = None  # sim serve --state (sim.api.journal.open_server)
+        self.saved_keys: dict[str, ApiKey] = {}  # sha256 of the secret -> key, from the state
+        self.replaying = False  # replaying a journal: no injected latency
+        self._thread = threading.local()  # lock depth of this thread (see _section)
+        self.max_body_bytes = max_body_bytes
+        self.limiter: RateLimiter | None = None
+        self.configure(rate_limit=rate_limit)
+
+    def configure(self, *, clock: ClockMode | str | None = None, speed: float | None = None,
+                  rate_limit: RateLimit | None | EllipsisType = ...,
+                  max_body_bytes: int | None | EllipsisType = ...) -> None:
+        """Change the clock or the limits (`...`: leave as is); a restored server resumes
+        with them. A realtime clock resumes at the world's current instant."""
+        if speed is not None:
+            if not speed > 0:
+                raise ValueError("speed must be > 0")
+            self.speed = float(speed)
+        if clock is not None:
+            self.mode = ClockMode(clock)
+        self._wall_origin = self._wall() - self.cp.now / self.speed
+        if not isinstance(rate_limit, EllipsisType):
+            self.limiter = None if rate_limit is None else RateLimiter(rate_limit,
+                                                                       self.limit_clock)
+        if not isinstance(max_body_bytes, EllipsisType):
+            self.max_body_bytes = max_body_bytes
 
     # -- building -----------------------------------------------------------------------
     def _build(self) -> ControlPlane:
@@ -123,17 +166,36 @@ class SimServer:
         """A fresh control plane: same seed, scenario and keys; the clock back at 0."""
         if self._wrapped:
             raise conflict("reset", "this server wraps a control plane it did not build")
-        with self.lock:
+        with self._section():
             self.faults = Faults()
             self.cp = self._build()
             self._wall_origin = self._wall()
+            self._journal(Entry("reset", 0.0))
 
     # -- keys ----------------------------------------------------------------------------
     def add_personal_key(self, secret: str | None = None) -> ApiKey:
         return self.keys.personal(secret)
 
     def authenticate(self, authorization: str | None) -> ApiKey:
-        return self.keys.authenticate(authorization)
+        try:
+            return self.keys.authenticate(authorization)
+        except ApiError:
+            saved = self._saved_key(authorization)
+            if saved is None:
+                raise
+            return saved
+
+    def _saved_key(self, authorization: str | None) -> ApiKey | None:
+        """A key of the state file, kept as the SHA-256 of its secret (constant time)."""
+        token = bearer_token(authorization)
+        if token is None or not self.saved_keys:
+            return None
+        offered = hashlib.sha256(token.encode()).hexdigest()
+        found = None
+        for sha, key in self.saved_keys.items():
+            if hmac.compare_digest(sha, offered):
+                found = key
+        return found
 
     def next_request_id(self) -> str:
         return f"req-{next(self._request_ids):08d}"
@@ -144,12 +206,24 @@ class SimServer:
         if self.mode is ClockMode.REALTIME:
             self.cp.run_until(self.speed * (self._wall() - self._wall_origin))
 
+    def limit_clock(self) -> float:
+        """The clock rate limits are measured on: simulated seconds in realtime mode
+        (speed x wall), wall seconds in manual mode (simulated time stands still there)."""
+        if self.mode is ClockMode.REALTIME:
+            return self.speed * self._wall()
+        return self._wall()
+
+    def wall_seconds(self, limit_seconds: float) -> float:
+        """A wait on `limit_clock`, in wall seconds (what Retry-After tells a client)."""
+        return limit_seconds / self.speed if self.mode is ClockMode.REALTIME else limit_seconds
+
     def advance(self, seconds: float) -> None:
         if self.mode is ClockMode.REALTIME:
             raise conflict("seconds", "the server runs a realtime clock; time moves by itself "
                                       "(start it with --clock manual to advance it by hand)")
-        with self.lock:
+        with self._section():
             self.cp.advance(seconds)
+            self._journal(Entry("advance", self.cp.now))
 
     @contextmanager
     def world(self, *, api: bool = True) -> Iterator[ControlPlane]:
@@ -157,22 +231,79 @@ class SimServer:
 
         `api` requests feel the injected faults: extra latency, then 503 during
         an outage window; the /_sim control calls never do.
+
+        With a state file, a mutating request that leaves without a refusal is
+        journaled at the instant it was applied (a refusal changes nothing).
         """
-        if api and self.faults.extra_latency_ms > 0:
+        if api and self.faults.extra_latency_ms > 0 and not self.replaying:
             time.sleep(self.faults.extra_latency_ms / 1000)
-        with self.lock:
+        with self._section():
             self.sync()
             if api and self.faults.in_outage(self.cp.now):
                 raise unavailable()
-            yield self.cp
+            at = self.cp.now
+            try:
+                yield self.cp
+            except ApiError:
+                raise
+            except Exception:
+                self._journal_request(at, "error")  # it may have changed something first
+                raise
+            self._journal_request(at, "applied")
+
+    # -- the state file ------------------------------------------------------------------
+    @contextmanager
+    def _section(self) -> Iterator[None]:
+        """The lock; leaving the outermost section, wait until what it saw is committed."""
+        local = self._thread
+        depth = getattr(local, "depth", 0)
+        seen = None
+        try:
+            with self.lock:
+                if self.journal is not None and self.journal.failed:
+                    raise unavailable("the state file cannot be written; restart the server")
+                local.depth = depth + 1
+                try:
+                    yield
+                finally:
+                    local.depth = depth
+                    journal = self.journal
+                    if journal is not None and depth == 0:
+                        if self.mode is ClockMode.REALTIME:
+                            journal.note_clock(self.cp.now)
+                        seen = journal.appended
+        finally:
+            if seen:
+                self.journal.wait_durable(seen)  # type: ignore[union-attr]
+
+    def _journal(self, entry: Entry) -> None:
+        """Append a change of the world made by this server (under the lock)."""
+        if self.journal is None:
+            return
+        ctx = CURRENT.get()
+        if ctx is not None and ctx.server is self:
+            ctx.journaled = True  # the request that asked for it needs no entry of its own
+        self.journal.append(entry)
+
+    def _journal_request(self, at: float, outcome: str) -> None:
+        ctx = CURRENT.get()
+        if (self.journal is None or ctx is None or ctx.server is not self or ctx.journaled
+                or not ctx.mutating):
+            return
+        ctx.journaled = True
+        self.journal.append_request(ctx, at, outcome)
 
     # -- faults ------------------------------------------------------------------------------
     def set_faults(self, *, operation_failure_rate: float | None = None,
                    extra_latency_ms: float | None = None,
                    outage: tuple[float, float] | None = None, clear_outages: bool = False) -> None:
         """`outage` is (start_in_seconds, duration_seconds) from now, in simulated time."""
-        with self.lock:
+        with self._section():
             self.sync()
+            self._journal(Entry("faults", self.cp.now, {"args": json.dumps({
+                "operation_failure_rate": operation_failure_rate,
+                "extra_latency_ms": extra_latency_ms, "outage": outage,
+                "clear_outages": clear_outages})}))
             if operation_failure_rate is not None:
                 self.cp.executor.failure_rate = operation_failure_rate
             if extra_latency_ms is not None:
