@@ -150,7 +150,8 @@ class ComputeRuntime:
             t = self.resize_at
         if t < self.armed_at:
             self.armed_at = t
-            ev = timeout_at(self.env, t)
+            # a deadline already passed (the lane was busy, or the timeout shortened): fire now
+            ev = timeout_at(self.env, max(t, self.env.now))
             ev.callbacks.append(lambda _ev, at=t: self._fire(at))
 
     def _fire(self, at: float) -> None:
