@@ -20,6 +20,17 @@ def _fail(message: str) -> int:
     return EXIT_USAGE
 
 
+def _run_failure(args: argparse.Namespace, err: Exception) -> int:
+    """A run the control plane refused, or a dask scheduler that did not answer."""
+    from sim.scenario.runner import ScenarioRunError
+
+    if isinstance(err, ScenarioRunError):
+        return _fail(f"{args.file}: {err}")
+    if args.scheduler is None:
+        raise err
+    return _fail(f"dask scheduler {args.scheduler}: {err}")
+
+
 # -- commands -------------------------------------------------------------------
 
 
@@ -58,12 +69,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         with _progress(args.quiet, f"simulating {scenario.name}") as update:
             result = run_fleet(args.file, seed=args.seed, workers=args.workers,
                                scheduler=args.scheduler, progress=update)
-    except ScenarioRunError as err:
-        return _fail(f"{args.file}: {err}")
-    except (OSError, TimeoutError) as err:
-        if args.scheduler is None:
-            raise
-        return _fail(f"dask scheduler {args.scheduler}: {err}")
+    except (ScenarioRunError, OSError, TimeoutError) as err:
+        return _run_failure(args, err)
     elapsed = time.perf_counter() - started
     tables = frames(result)
     totals = summary(tables, result)
@@ -121,12 +128,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                            workers=args.workers, scheduler=args.scheduler, progress=update)
     except (ScenarioError, SweepError) as err:
         return _fail(str(err))
-    except ScenarioRunError as err:
-        return _fail(f"{args.file}: {err}")
-    except (OSError, TimeoutError) as err:
-        if args.scheduler is None:
-            raise
-        return _fail(f"dask scheduler {args.scheduler}: {err}")
+    except (ScenarioRunError, OSError, TimeoutError) as err:
+        return _run_failure(args, err)
     out = Path(args.out) if args.out else Path("results") / f"{result.name}-sweep"
     paths = write_sweep(result, out)
     print(points_table(result))

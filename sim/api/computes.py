@@ -91,31 +91,26 @@ def delete_endpoint(project_id: str, endpoint_id: str, server: Server, key: Key)
         return endpoint_operations(cp, *cp.delete_compute(project_id, endpoint_id))
 
 
-@router.post(ENDPOINT + "/restart", tags=["computes"], response_model=EndpointOperations,
-             responses=STATE_ERRORS, **OUT)
-def restart_endpoint(project_id: str, endpoint_id: str, server: Server, key: Key):
-    """Restart an active compute (suspend_compute, then start_compute); 422 unless active."""
-    with server.world() as cp:
-        key.project(cp, project_id)
-        return endpoint_operations(cp, *cp.restart_compute(project_id, endpoint_id))
+def _compute_action(name: str, verb: str, doc: str) -> None:
+    """POST .../endpoints/{endpoint_id}/<name>: one control-plane verb, {endpoint, operations}."""
+
+    def action(project_id: str, endpoint_id: str, server: Server, key: Key):
+        with server.world() as cp:
+            key.project(cp, project_id)
+            return endpoint_operations(cp, *getattr(cp, verb)(project_id, endpoint_id))
+
+    action.__name__ = f"{name}_endpoint"
+    action.__doc__ = doc
+    router.post(ENDPOINT + f"/{name}", tags=["computes"], response_model=EndpointOperations,
+                responses=STATE_ERRORS, **OUT)(action)
 
 
-@router.post(ENDPOINT + "/start", tags=["computes"], response_model=EndpointOperations,
-             responses=STATE_ERRORS, **OUT)
-def start_endpoint(project_id: str, endpoint_id: str, server: Server, key: Key):
-    """Wake an idle compute (start_compute); nothing to do for an active one."""
-    with server.world() as cp:
-        key.project(cp, project_id)
-        return endpoint_operations(cp, *cp.start_compute(project_id, endpoint_id))
-
-
-@router.post(ENDPOINT + "/suspend", tags=["computes"], response_model=EndpointOperations,
-             responses=STATE_ERRORS, **OUT)
-def suspend_endpoint(project_id: str, endpoint_id: str, server: Server, key: Key):
-    """Suspend an active compute now (suspend_compute); its connections drop."""
-    with server.world() as cp:
-        key.project(cp, project_id)
-        return endpoint_operations(cp, *cp.suspend_compute(project_id, endpoint_id))
+_compute_action("restart", "restart_compute",
+                "Restart an active compute (suspend_compute, then start_compute); 422 unless active.")
+_compute_action("start", "start_compute",
+                "Wake an idle compute (start_compute); nothing to do for an active one.")
+_compute_action("suspend", "suspend_compute",
+                "Suspend an active compute now (suspend_compute); its connections drop.")
 
 
 # ---- operations ------------------------------------------------------------------------------

@@ -64,3 +64,14 @@ def refused(cp: ControlPlane, status: int, call, *args: Any, **kwargs: Any) -> A
     assert info.value.status == status, info.value
     assert state_digest(cp) == before, "a refused request changed the state"
     return info.value
+
+
+def auth_refused(cp: ControlPlane, status: int, field: str | None, verb, *args, **kwargs
+                 ) -> ApiError:
+    """The auth verb raises exactly (status, field) and leaves the auth state unchanged."""
+    before = cp.auth.state()
+    with pytest.raises(ApiError) as info:
+        verb(*args, **kwargs)
+    assert (info.value.status, info.value.field) == (status, field), info.value
+    assert cp.auth.state() == before
+    return info.value

@@ -8,6 +8,7 @@ import pytest
 from sim.engine import ControlPlane, EngineConfig
 from sim.engine.auth import transfer_token_of
 from sim.rules.errors import ApiError
+from tests.engine.support import auth_refused as refused
 
 DELAY = 2.0
 USERS = "SELECT id, email, name, created_at FROM svc_auth.users_sync ORDER BY email"
@@ -30,14 +31,6 @@ def pid(cp, project):
     return project[0]
 
 
-def refused(cp, status, field, verb, *args, **kwargs) -> ApiError:
-    """The verb raises exactly (status, field) and leaves the auth state unchanged."""
-    before = cp.auth.state()
-    with pytest.raises(ApiError) as info:
-        verb(*args, **kwargs)
-    assert (info.value.status, info.value.field) == (status, field), info.value
-    assert cp.auth.state() == before
-    return info.value
 
 
 # -- create and list (#1, #2) ------------------------------------------------------------

@@ -4,7 +4,7 @@ the email server (spec.md #8-#16)."""
 import pytest
 
 from sim.engine import ControlPlane
-from sim.rules.errors import ApiError
+from tests.engine.support import auth_refused as refused
 
 SMTP = {"host": "smtp.example.com", "port": 587, "username": "mailer", "password": "pw-1",
         "sender_email": "noreply@example.com", "sender_name": "Example"}
@@ -22,13 +22,6 @@ def pid(cp):
     return created.project.id
 
 
-def refused(cp, status, field, verb, *args, **kwargs) -> ApiError:
-    before = cp.auth.state()
-    with pytest.raises(ApiError) as info:
-        verb(*args, **kwargs)
-    assert (info.value.status, info.value.field) == (status, field), info.value
-    assert cp.auth.state() == before
-    return info.value
 
 
 # -- OAuth providers (#8-#11) ------------------------------------------------------------------

@@ -5,7 +5,7 @@ import threading
 import pytest
 
 from sim.engine import ControlPlane
-from sim.rules.errors import ApiError
+from tests.engine.support import auth_refused as refused
 
 
 @pytest.fixture
@@ -22,13 +22,6 @@ def pid(cp):
     return created.project.id
 
 
-def refused(cp, status, field, verb, *args, **kwargs) -> ApiError:
-    before = cp.auth.state()
-    with pytest.raises(ApiError) as info:
-        verb(*args, **kwargs)
-    assert (info.value.status, info.value.field) == (status, field), info.value
-    assert cp.auth.state() == before
-    return info.value
 
 
 def test_select_with_columns_and_defaults(cp, pid):
