@@ -35,6 +35,8 @@ def create_app(server: SimServer) -> FastAPI:
         description=DESCRIPTION,
         docs_url="/docs",
         redoc_url=None,
+        # an id ending in an encoded "/" must get 404, not a redirect to another path
+        redirect_slashes=False,
         openapi_tags=[
             {"name": "computes", "description": "compute endpoints (spec.md #17-#21)"},
             {"name": "operations", "description": "operations (spec.md #22, #23)"},

@@ -82,6 +82,8 @@ def request_id(request: Request) -> str | None:
 
 def error_response(request: Request, status: int, code: str, message: str,
                    headers: dict[str, str] | None = None) -> JSONResponse:
+    # a message may quote what the client sent; a lone surrogate in it cannot be UTF-8
+    message = message.encode("utf-8", "backslashreplace").decode("utf-8")
     body = {"code": code, "message": message, "request_id": request_id(request)}
     return JSONResponse(body, status_code=status, headers=headers)
 
@@ -112,7 +114,7 @@ def validation_message(errors: list[dict[str, Any]]) -> tuple[str, str]:
     elif kind == "missing" and not path:
         return "INVALID_REQUEST", "a JSON request body is required"
     else:
-        reason = first.get("msg", "invalid value")
+        reason = first.get("msg", "invalid value").removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return "INVALID_REQUEST", f"{path or 'body'}: {reason}{more}"
 

@@ -2,11 +2,11 @@
 
 The simulated service has one account: a user who belongs to one organization.
 
-| kind         | reaches                                           | projects it creates belong to |
-|--------------|---------------------------------------------------|-------------------------------|
-| personal     | projects the user owns, and those of its orgs     | the user                      |
-| organization | projects of its organization                      | the organization              |
-| project      | one project; may not create projects (403)        | -                             |
+| kind         | reaches                                              | projects it creates belong to |
+|--------------|------------------------------------------------------|-------------------------------|
+| personal     | projects the user owns, and those of its orgs        | the user                      |
+| organization | projects of its organization                         | the organization              |
+| project      | one project; may not create or delete projects (403) | -                             |
 
 A project outside a key's reach answers 404, exactly as an unknown one, so a
 key never learns that the project exists. Keys are compared in constant time
@@ -70,6 +70,14 @@ class ApiKey:
             raise not_found("project", project_id, "project_id")
         return project
 
+    def project_to_delete(self, cp: ControlPlane, project_id: str) -> Project:
+        """The project, if this key may delete it: a project-scoped key has member-level
+        access and may not delete the project it is scoped to (403, as the real API)."""
+        project = self.project(cp, project_id)
+        if self.kind is KeyKind.PROJECT:
+            raise forbidden("a project-scoped API key cannot delete its project")
+        return project
+
     def owner_of_new_project(self, org_id: str | None) -> tuple[str, str | None]:
         """(owner_id, org_id) of a project this key creates; refuses project keys."""
         if self.kind is KeyKind.PROJECT:
@@ -88,7 +96,13 @@ def new_secret() -> str:
 
 
 class KeyStore:
-    """The keys a server accepts. Reads are plain dict lookups (safe across threads)."""
+    """The keys a server accepts.
+
+    Writes replace the dict instead of changing it in place: `authenticate` walks
+    every key (constant time) on request threads, and a dict that changes size
+    under that walk raises (a 500 found by a test adding keys while others
+    authenticate).
+    """
 
     def __init__(self) -> None:
         self._keys: dict[str, ApiKey] = {}
@@ -97,8 +111,14 @@ class KeyStore:
         return len(self._keys)
 
     def add(self, key: ApiKey) -> ApiKey:
-        self._keys[key.secret] = key
+        self._keys = {**self._keys, key.secret: key}
         return key
+
+    def revoke(self, secret: str) -> bool:
+        """Stop accepting a key, at once and for good; False when it was not a key here."""
+        known = secret in self._keys
+        self._keys = {s: k for s, k in self._keys.items() if s != secret}
+        return known
 
     def personal(self, secret: str | None = None) -> ApiKey:
         return self.add(ApiKey(secret or new_secret(), KeyKind.PERSONAL))

@@ -1,7 +1,7 @@
 """Routes of projects and branches: the minimal real-shaped set of DESIGN.md.
 
-A project lists only where the key reaches; creating one needs a personal or
-organization key (a project-scoped key gets 403).
+A project lists only where the key reaches; creating or deleting one needs a
+personal or organization key (a project-scoped key gets 403).
 """
 
 from __future__ import annotations
@@ -113,11 +113,13 @@ def update_project(project_id: str, body: ProjectUpdateRequest, server: Server, 
 
 
 @router.delete("/projects/{project_id}", tags=["projects"], response_model=ProjectOperations,
-               **OUT)
+               responses=error_docs(403), **OUT)
 def delete_project(project_id: str, server: Server, key: Key):
-    """Delete the project, its branches and computes (a delete_tenant operation)."""
+    """Delete the project, its branches and computes (a delete_tenant operation).
+
+    A project-scoped key may not delete its own project (403)."""
     with server.world() as cp:
-        key.project(cp, project_id)
+        key.project_to_delete(cp, project_id)
         project, ops = cp.delete_project(project_id)
         return {"project": ser.project(cp, project), "operations": ser.operations(cp, ops)}
 

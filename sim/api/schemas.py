@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    field_validator,
+)
 
 from sim.rules.operations import Action
 from sim.rules.states import ComputeState, ComputeType, OperationStatus
@@ -22,6 +30,29 @@ Number = Annotated[float, Field(strict=True)]  # a JSON number (integers too), n
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*")
+    @classmethod
+    def _unicode_text(cls, value: Any) -> Any:
+        # JSON's "\ud800" decodes to a lone surrogate, which no UTF-8 answer can carry
+        # (a 500 after the change was made, found by fuzzing): refuse it up front
+        _check_unicode(value)
+        return value
+
+
+def _check_unicode(value: Any) -> None:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("not valid Unicode text (a lone surrogate)") from None
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_unicode(k)
+            _check_unicode(v)
+    elif isinstance(value, list):
+        for v in value:
+            _check_unicode(v)
 
 
 # ---- requests --------------------------------------------------------------------------------
@@ -123,8 +154,14 @@ class ProjectUpdateRequest(Body):
 # ---- /_sim requests --------------------------------------------------------------------------
 
 
+#: the most simulated time one /_sim call may span (ten years): past some
+#: thousands of years an instant no longer fits a timestamp (a 500, found by fuzzing)
+MAX_SIM_SPAN_S = 10 * 365 * 86_400
+SimSeconds = Annotated[float, Field(strict=True, ge=0, le=MAX_SIM_SPAN_S)]
+
+
 class AdvanceRequest(Body):
-    seconds: Annotated[float, Field(strict=True, ge=0)]
+    seconds: SimSeconds
 
 
 class ConnectionsRequest(Body):
@@ -135,8 +172,8 @@ class ConnectionsRequest(Body):
 
 
 class OutageRequest(Body):
-    start_in_seconds: Annotated[float, Field(strict=True, ge=0)] = 0.0
-    duration_seconds: Annotated[float, Field(strict=True, gt=0)]
+    start_in_seconds: SimSeconds = 0.0
+    duration_seconds: Annotated[float, Field(strict=True, gt=0, le=MAX_SIM_SPAN_S)]
 
 
 class FaultsRequest(Body):

@@ -32,6 +32,7 @@ from sim.rules.sizes import Plan
 from sim.rules.states import OperationStatus
 
 MAX_LIST_LIMIT = 1000
+MAX_SIMULATED_S = 100 * 365 * 86_400.0  # far beyond any scenario; keeps the clock finite
 NAME_MAX = 256
 PG_VERSIONS = (14, 15, 16, 17)  # Postgres major versions a project may run
 
@@ -92,6 +93,9 @@ class ControlPlane(ComputeVerbs, Lifecycle):
     def advance(self, seconds: float) -> None:
         if not (isinstance(seconds, (int, float)) and seconds >= 0):
             raise invalid("seconds", "must be a number >= 0")
+        if self.env.now + seconds > MAX_SIMULATED_S:
+            raise invalid("seconds", f"the clock stops at {MAX_SIMULATED_S / (365 * 86_400):g} "
+                                     f"years after the start")
         self.run_until(self.env.now + seconds)
 
     def publish_release(self, version: str) -> None:

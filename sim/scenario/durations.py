@@ -42,6 +42,15 @@ _DURATION_HELP = 'write a number of seconds or e.g. "90s", "500ms", "1h30m", "7d
 MAX_DURATION_S = 3650 * 86_400.0
 
 
+def _number(value: int | float, what: str) -> float:
+    """A YAML integer past float's range is an OverflowError, not a ValueError: make it one
+    (it escaped validation as a traceback; found by the bad-scenario tests)."""
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{what} must be finite, got an integer too large for a float") from None
+
+
 def _non_negative(value: float, what: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"{what} must be finite, got {value!r}")
@@ -63,7 +72,7 @@ def parse_duration(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"expected a duration, got {value!r}; {_DURATION_HELP}")
     if isinstance(value, (int, float)):
-        return _seconds(float(value))
+        return _seconds(_number(value, "a duration"))
     text = value.strip().lower()
     if not text:
         raise ValueError(f"empty duration; {_DURATION_HELP}")
@@ -107,7 +116,7 @@ def parse_bytes(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"expected a size in bytes, got {value!r}")
     if isinstance(value, (int, float)):
-        return _non_negative(float(value), "a size")
+        return _non_negative(_number(value, "a size"), "a size")
     match = _BYTES.fullmatch(value)
     unit = (match.group(2) or "b").lower() if match else ""
     if not match or unit not in BYTE_UNITS:

@@ -177,7 +177,7 @@ def _problem(err: Any) -> Problem:
         return Problem(_path(loc + ("kind",)), f"should be one of {kinds}, got {tag!r}")
     for prefix in ("Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):
-            return Problem(_path(loc), msg[len(prefix):])
+            return _deeper(Problem(_path(loc), msg[len(prefix):]))
     ctx = err.get("ctx") or {}
     if kind in ("too_short", "too_long"):
         bound = ctx.get("min_length") if kind == "too_short" else ctx.get("max_length")
@@ -197,6 +197,19 @@ def _problem(err: Any) -> Problem:
     elif "input" in err:
         msg += f", got {_kind(err['input'])}"
     return Problem(_path(loc), msg)
+
+
+_LEADING_FIELD = re.compile(r"([a-z_]+(?:\.[a-z_]+)*): (.*)", re.DOTALL)
+
+
+def _deeper(problem: Problem) -> Problem:
+    """A whole-object check that names a field inside it ("auth.branch: ...") reports that
+    field's full path: `projects[0].auth.branch: ...`, not `projects[0]: auth.branch: ...`."""
+    match = _LEADING_FIELD.fullmatch(problem.message)
+    if match is None or not all(part in _FIELD_NAMES for part in match[1].split(".")):
+        return problem
+    path = f"{problem.path}.{match[1]}" if problem.path else match[1]
+    return Problem(path, match[2])
 
 
 def _short(value: object, limit: int = 60) -> str:

@@ -17,6 +17,6 @@ THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
 
 TestAuthOverHttp = HttpAuthMachine.TestCase
 TestAuthOverHttp.settings = settings(
-    max_examples=100 if THOROUGH else 10, stateful_step_count=40 if THOROUGH else 25,
+    max_examples=30 if THOROUGH else 10, stateful_step_count=30 if THOROUGH else 25,
     deadline=None, suppress_health_check=[HealthCheck.too_slow],
 )

@@ -1,6 +1,6 @@
 """The control plane against a model of spec.md's rules (sim/testing/control_plane_machine.py).
 
-Settings come from the profile named by HYPOTHESIS_PROFILE (tests/engine/conftest.py).
+Settings come from the profile named by HYPOTHESIS_PROFILE (tests/conftest.py).
 """
 
 from sim.testing.control_plane_machine import ControlPlaneMachine

@@ -1,0 +1,424 @@
+"""API keys on every route of the OpenAPI document, for every kind of key.
+
+- 401 with no key, a malformed header, a wrong key or a revoked one (KeyStore.revoke);
+- 404 for a project outside the key's reach, word for word as for a project
+  that does not exist: a key never learns that the project is there;
+- 403 for what the key's kind may not do. As the real API (project-scoped keys
+  have member-level access): a project-scoped key may neither create a project
+  nor delete the project it is scoped to. Everything else within reach is allowed
+  to every kind; the /_sim controls take any valid key (one simulated account);
+- keys are compared in constant time: every stored key is compared, through
+  hmac.compare_digest, whichever matches and whether one does, and the time to
+  authenticate does not depend on where the key sits in the store;
+- keys never reach a log (DEBUG, in process and under uvicorn) nor an answer;
+- keys added or revoked while requests authenticate never break a request.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import statistics
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from sim.api import SimServer, create_app, in_process_client
+from sim.api import keys as keys_module
+from sim.api.keys import ORG_ID, KeyStore
+from sim.testing.state_digest import digest
+from tests.reliability.conftest import SEED, World, build_world
+
+P = "/api/v2/projects/{project_id}"
+E = P + "/endpoints/{endpoint_id}"
+A = P + "/auth"
+AUTH = {"project_id": "{project_id}", "auth_provider": "stack"}
+
+#: every route, with a body that would succeed for a key that reaches the world's project
+ROUTES: list[tuple[str, str, Any]] = [
+    ("POST", "/api/v2/projects", {"project": {"name": "x"}}),
+    ("GET", "/api/v2/projects", None),
+    ("GET", P, None),
+    ("PATCH", P, {"project": {"name": "renamed"}}),
+    ("DELETE", P, None),
+    ("POST", P + "/endpoints", {"endpoint": {"branch_id": "{branch_id}", "type": "read_only"}}),
+    ("GET", P + "/endpoints", None),
+    ("GET", E, None),
+    ("PATCH", E, {"endpoint": {"suspend_timeout_seconds": 600}}),
+    ("DELETE", E, None),
+    ("POST", E + "/restart", None),
+    ("POST", E + "/start", None),
+    ("POST", E + "/suspend", None),
+    ("GET", P + "/branches/{branch_id}/endpoints", None),
+    ("POST", P + "/branches", {"branch": {"name": "b"}}),
+    ("GET", P + "/branches", None),
+    ("GET", P + "/branches/{branch_id}", None),
+    ("DELETE", P + "/branches/{dev_branch_id}", None),
+    ("GET", P + "/operations", None),
+    ("GET", P + "/operations/{operation_id}", None),
+    ("POST", "/api/v2/projects/auth/create", {**AUTH, "branch_id": "{branch_id}"}),
+    ("GET", A + "/integrations", None),
+    ("POST", "/api/v2/projects/auth/keys", AUTH),
+    ("POST", "/api/v2/projects/auth/user", {**AUTH, "email": "k@example.com"}),
+    ("DELETE", A + "/users/{auth_user_id}", None),
+    ("POST", "/api/v2/projects/auth/transfer_ownership", AUTH),
+    ("DELETE", A + "/integration/{auth_provider}", None),
+    ("GET", A + "/oauth_providers", None),
+    ("POST", A + "/oauth_providers", {"id": "google"}),
+    ("PATCH", A + "/oauth_providers/{oauth_provider_id}", {"client_id": "c", "client_secret": "s"}),
+    ("DELETE", A + "/oauth_providers/{oauth_provider_id}", None),
+    ("GET", A + "/domains", None),
+    ("POST", A + "/domains", {"domain": "https://k.example.com", "auth_provider": "stack"}),
+    ("DELETE", A + "/domains", {"auth_provider": "stack",
+                                "domains": [{"domain": "https://app.example.com"}]}),
+    ("GET", A + "/email_server", None),
+    ("PATCH", A + "/email_server", {"type": "shared"}),
+    ("GET", "/_sim/clock", None),
+    ("POST", "/_sim/advance", {"seconds": 1}),
+    ("POST", "/_sim/connections", {"project_id": "{project_id}", "endpoint_id": "{endpoint_id}"}),
+    ("GET", "/_sim/faults", None),
+    ("POST", "/_sim/faults", {"extra_latency_ms": 0}),
+    ("GET", "/_sim/console", None),
+    ("POST", "/_sim/auth/confirm_transfer", {"project_id": "{project_id}", "token": "t"}),
+    ("POST", "/_sim/auth/query", {"project_id": "{project_id}", "sql": "SELECT 1"}),
+    ("POST", "/_sim/reset", None),
+]
+#: routes that name no project: reach does not apply (any valid key; POST /projects: 403 below)
+UNSCOPED = {("POST", "/api/v2/projects"), ("GET", "/api/v2/projects"), ("GET", "/_sim/clock"),
+            ("POST", "/_sim/advance"), ("GET", "/_sim/faults"), ("POST", "/_sim/faults"),
+            ("GET", "/_sim/console"), ("POST", "/_sim/reset")}
+KINDS = ("personal", "organization", "project")
+
+
+def test_the_table_covers_every_route() -> None:
+    doc = create_app(SimServer(seed=SEED)).openapi()
+    documented = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
+    listed = {(m, p.replace("{dev_branch_id}", "{branch_id}")) for m, p, _ in ROUTES}
+    assert listed == documented
+
+
+# ---- the world: one project every kind reaches, one that none reaches -----------------------------
+
+
+class Setup:
+    def __init__(self) -> None:
+        self.server = SimServer(seed=SEED)
+        store = self.server.keys
+        self.world = self.rebuild()
+        self.secrets = {"personal": store.personal().secret,
+                        "organization": store.organization().secret,
+                        "project": store.for_project(self.world.project_id).secret}
+        self.api = in_process_client(self.server, api_key="unused")
+        self.api.headers.pop("authorization")
+
+    def rebuild(self) -> World:
+        """The world afresh (same ids, so the project-scoped key still fits); keys are kept."""
+        self.world = build_world(self.server)
+        cp = self.server.cp
+        cp.projects[self.world.project_id].org_id = ORG_ID  # the organization's: all kinds reach it
+        self.foreign = cp.create_project("foreign", key="foreign", owner_id="user-2",
+                                         org_id="org-2").project.id
+        return self.world
+
+    def ids(self, project_id: str | None = None) -> dict[str, str]:
+        w = self.world
+        return {"project_id": project_id or w.project_id, "branch_id": w.main_branch_id,
+                "dev_branch_id": w.dev_branch_id, "endpoint_id": w.primary_id,
+                "operation_id": w.operation_ids[0], "auth_user_id": w.auth_user_id,
+                "auth_provider": "stack", "oauth_provider_id": w.oauth_provider_id}
+
+    def call(self, method: str, path: str, body: Any, *, key: str | None,
+             project_id: str | None = None, header: str | None = None) -> Any:
+        ids = self.ids(project_id)
+        headers = {}
+        if header is not None:
+            headers["authorization"] = header
+        elif key is not None:
+            headers["authorization"] = f"Bearer {key}"
+        kwargs: dict[str, Any] = {"headers": headers}
+        if body is not None:
+            kwargs["json"] = fill(body, ids)
+        return self.api.request(method, self.api.base_url.join(path.format(**ids)), **kwargs)
+
+
+def fill(value: Any, ids: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return value.format(**ids)
+    if isinstance(value, dict):
+        return {k: fill(v, ids) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, ids) for v in value]
+    return value
+
+
+@pytest.fixture
+def setup() -> Setup:
+    return Setup()
+
+
+def error(r: Any, status: int, code: str) -> dict[str, Any]:
+    assert r.status_code == status, r.text
+    body = r.json()
+    assert set(body) == {"code", "message", "request_id"} and body["code"] == code, body
+    return body
+
+
+# ---- 401 -----------------------------------------------------------------------------------------
+
+BAD_HEADERS = [None, "", "Bearer", "Bearer ", "Basic dXNlcjpwYXNz", "Bearer wrong-key",
+               "Token {key}", "Bearer {key}x", "Bearer x{key}", "Bearer {key_upper}",
+               "Bearer {key} {key}", "{key}", "Bearer\t"]
+
+
+@pytest.mark.parametrize("template", BAD_HEADERS)
+def test_no_valid_key_is_401_on_every_route(setup: Setup, template: str | None) -> None:
+    key = setup.secrets["personal"]
+    header = None if template is None else template.format(key=key, key_upper=key.upper())
+    before = digest(setup.server.cp)
+    for method, path, body in ROUTES:
+        r = setup.call(method, path, body, key=None, header=header)
+        assert r.status_code == 401, (method, path, r.text)
+        error(r, 401, "UNAUTHORIZED")
+    assert digest(setup.server.cp) == before
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_revoked_key_is_401_everywhere_at_once(setup: Setup, kind: str) -> None:
+    key = setup.secrets[kind]
+    assert setup.call("GET", "/api/v2/projects", None, key=key).status_code == 200
+    assert setup.server.keys.revoke(key) is True
+    assert setup.server.keys.revoke(key) is False  # already gone
+    before = digest(setup.server.cp)
+    for method, path, body in ROUTES:
+        error(setup.call(method, path, body, key=key), 401, "UNAUTHORIZED")
+    assert digest(setup.server.cp) == before
+    others = [k for name, k in setup.secrets.items() if name != kind]
+    for other in others:  # revoking one key leaves the others alone
+        assert setup.call("GET", "/api/v2/projects", None, key=other).status_code == 200
+
+
+# ---- 404 outside the key's reach -------------------------------------------------------------------
+
+
+SCOPED = [r for r in ROUTES if (r[0], r[1]) not in UNSCOPED]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_project_outside_reach_is_404_as_if_unknown(setup: Setup, kind: str) -> None:
+    key = setup.secrets[kind]
+    before = digest(setup.server.cp)
+    for method, path, body in SCOPED:
+        foreign = error(setup.call(method, path, body, key=key, project_id=setup.foreign),
+                        404, "NOT_FOUND")
+        unknown = error(setup.call(method, path, body, key=key, project_id="no-such-project-1"),
+                        404, "NOT_FOUND")
+        assert foreign["message"] == f"project {setup.foreign!r} not found", (method, path)
+        assert unknown["message"] == "project 'no-such-project-1' not found", (method, path)
+    assert digest(setup.server.cp) == before
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_listing_shows_only_projects_within_reach(setup: Setup, kind: str) -> None:
+    r = setup.call("GET", "/api/v2/projects", None, key=setup.secrets[kind])
+    listed = [p["id"] for p in r.json()["projects"]]
+    assert listed == [setup.world.project_id]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_within_reach_every_kind_may_act(setup: Setup, kind: str) -> None:
+    for method, path, body in SCOPED:
+        if (method, path) == ("DELETE", P):
+            continue  # a project-scoped key may not: the 403 tests below
+        setup.rebuild()
+        r = setup.call(method, path, body, key=setup.secrets[kind])
+        if r.status_code >= 400:  # refused, if at all, for another reason than the key
+            answer = r.json()
+            assert answer["code"] not in ("UNAUTHORIZED", "FORBIDDEN"), (kind, path, answer)
+            assert not answer["message"].startswith("project "), (kind, path, answer)
+
+
+# ---- 403: what a kind may not do -------------------------------------------------------------------
+
+
+def test_a_project_scoped_key_may_not_create_projects(setup: Setup) -> None:
+    before = digest(setup.server.cp)
+    r = setup.call("POST", "/api/v2/projects", {"project": {"name": "x"}},
+                   key=setup.secrets["project"])
+    assert "project-scoped" in error(r, 403, "FORBIDDEN")["message"]
+    assert digest(setup.server.cp) == before
+    for kind in ("personal", "organization"):
+        r = setup.call("POST", "/api/v2/projects", {"project": {"name": kind}},
+                       key=setup.secrets[kind])
+        assert r.status_code == 201, r.text
+
+
+def test_a_project_scoped_key_may_not_delete_its_project(setup: Setup) -> None:
+    before = digest(setup.server.cp)
+    r = setup.call("DELETE", P, None, key=setup.secrets["project"])
+    assert "project-scoped" in error(r, 403, "FORBIDDEN")["message"]
+    assert digest(setup.server.cp) == before
+    # outside its reach it is a 404 first: a 403 would tell that the project exists
+    error(setup.call("DELETE", P, None, key=setup.secrets["project"], project_id=setup.foreign),
+          404, "NOT_FOUND")
+    assert setup.call("DELETE", P, None, key=setup.secrets["organization"]).status_code == 200
+
+
+def test_the_documented_403s() -> None:
+    doc = create_app(SimServer(seed=SEED)).openapi()["paths"]
+    assert "403" in doc["/api/v2/projects"]["post"]["responses"]
+    assert "403" in doc["/api/v2/projects/{project_id}"]["delete"]["responses"]
+
+
+# ---- constant time ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bytes, bytes]]:
+    calls: list[tuple[bytes, bytes]] = []
+    real = hmac.compare_digest
+
+    def compare(a: Any, b: Any) -> bool:
+        calls.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(keys_module.hmac, "compare_digest", compare)
+    return calls
+
+
+def test_every_stored_key_is_compared_whichever_matches(counted) -> None:
+    store = KeyStore()
+    secrets = [store.personal().secret for _ in range(50)]
+    offers = [secrets[0], secrets[25], secrets[-1], "wrong", secrets[0][:-1], secrets[0] + "x"]
+    for offered in offers:
+        counted.clear()
+        try:
+            store.authenticate(f"Bearer {offered}")
+        except Exception as err:  # noqa: BLE001 - a miss is an ApiError; only the count matters
+            assert getattr(err, "status", None) == 401
+        assert len(counted) == len(secrets), offered  # no early exit, on a hit or a miss
+        assert {a for a, _ in counted} == {s.encode() for s in secrets}
+        assert all(b == offered.encode() for _, b in counted)
+
+
+def _median_time(store: KeyStore, header: str, rounds: int = 15) -> float:
+    times = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        try:
+            store.authenticate(header)
+        except Exception:  # noqa: BLE001, S110 - a miss is what is being timed
+            pass
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def test_the_time_to_authenticate_does_not_depend_on_the_key() -> None:
+    """With 3000 keys an early exit would make the first key ~1000x faster than the last."""
+    store = KeyStore()
+    secrets = [store.personal().secret for _ in range(3000)]
+    first, last = f"Bearer {secrets[0]}", f"Bearer {secrets[-1]}"
+    near_miss = f"Bearer {secrets[0][:-1]}!"
+    for header in (first, last, near_miss):
+        _median_time(store, header, rounds=3)  # warm up
+    times = {name: _median_time(store, header)
+             for name, header in (("first", first), ("last", last), ("near miss", near_miss),
+                                  ("miss", "Bearer nothing-like-it"))}
+    assert max(times.values()) < 3 * min(times.values()), times
+
+
+# ---- never logged, never answered ----------------------------------------------------------------
+
+
+def test_keys_never_reach_a_log_or_an_answer(setup: Setup, caplog: pytest.LogCaptureFixture,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    caplog.set_level(logging.DEBUG)
+    texts: list[str] = []
+    # an unexpected failure logs a traceback: still no key in it
+    with monkeypatch.context() as patch:
+        patch.setattr(setup.server.cp, "list_computes", _boom)
+        r = setup.call("GET", P + "/endpoints", None, key=setup.secrets["personal"])
+        assert r.status_code == 500
+        assert "unexpected" in caplog.text  # the log did capture the failure
+    for key in setup.secrets.values():
+        for method, path, body in ROUTES:
+            if path == "/_sim/reset":
+                continue
+            r = setup.call(method, path, body, key=key)
+            texts += [r.text, str(r.headers)]
+        r = setup.call("GET", P, None, key=key + "x")  # a wrong key, one character off
+        texts += [r.text, str(r.headers)]
+    for key in setup.secrets.values():
+        assert key not in caplog.text
+        assert all(key not in text for text in texts)
+        assert key not in repr(setup.server.keys.authenticate(f"Bearer {key}"))
+
+
+def _boom(*_a: Any, **_k: Any) -> None:
+    raise RuntimeError("unexpected")
+
+
+def test_keys_never_reach_uvicorns_debug_log(caplog: pytest.LogCaptureFixture) -> None:
+    import httpx
+    import uvicorn
+
+    from tests.api.conftest import _free_port
+
+    server = SimServer(seed=SEED)
+    key = server.add_personal_key().secret
+    port = _free_port()
+    config = uvicorn.Config(create_app(server), host="127.0.0.1", port=port, log_level="debug",
+                            access_log=True, log_config=None, ws="none", lifespan="off")
+    uv = uvicorn.Server(config)
+    caplog.set_level(logging.DEBUG)
+    thread = threading.Thread(target=uv.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not uv.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert uv.started
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}/api/v2/",
+                          headers={"authorization": f"Bearer {key}"}) as client:
+            made = client.post("projects", json={"project": {"name": "logged"}})
+            assert made.status_code == 201
+            client.get(f"projects/{made.json()['project']['id']}/endpoints")
+            client.get("projects/nope", headers={"authorization": f"Bearer {key}x"})
+    finally:
+        uv.should_exit = True
+        thread.join(10)
+    assert "GET /api/v2/projects/nope" in caplog.text  # the access log was captured
+    assert key not in caplog.text
+
+
+# ---- keys change while requests authenticate --------------------------------------------------------
+
+
+def test_adding_and_revoking_keys_never_breaks_a_request_in_flight() -> None:
+    store = KeyStore()
+    for _ in range(200):
+        store.personal()
+    good = store.personal().secret
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def authenticate() -> None:
+        while not stop.is_set():
+            try:
+                store.authenticate(f"Bearer {good}")
+            except Exception as err:  # noqa: BLE001 - any failure is the finding
+                failures.append(repr(err))
+                return
+
+    threads = [threading.Thread(target=authenticate) for _ in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(1000):
+            store.revoke(store.personal().secret)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert failures == []
