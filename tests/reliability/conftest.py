@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from sim.api.server import SimServer
+from tests.conftest import THOROUGH as THOROUGH  # re-exported for the tests here
 
 SEED = 11
 
