@@ -79,9 +79,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     _keep_scenario(Path(args.file), out)
     report = write_report(out, summary=totals, scenario=scenario)
     print(summary_table(totals))
-    print(f"\nsimulated {result.duration_s / 86_400:g} days in {elapsed:.1f} s; "
+    print(f"\n{roads_line(result.roads)}")
+    print(f"simulated {result.duration_s / 86_400:g} days in {elapsed:.1f} s; "
           f"results in {out}/ ({len(charts)} charts, {report.name})")
     return 0
+
+
+def roads_line(roads: dict[str, int]) -> str:
+    """How many computes each road computed: "16 computes: 4 by the fleet path, 12 by ..."."""
+    bulk = roads.get("fleet path", 0)
+    engine = {road.removeprefix("engine: "): n for road, n in roads.items() if road != "fleet path"}
+    line = f"{bulk + sum(engine.values())} computes: {bulk} by the fleet path"
+    if engine:
+        why = ", ".join(f"{n} {reason}" for reason, n in engine.items())
+        line += f", {sum(engine.values())} by the SimPy engine ({why})"
+    return line
 
 
 def _keep_scenario(source: Path, out: Path) -> None:

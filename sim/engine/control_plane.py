@@ -9,6 +9,7 @@ state, projects, branches and operations.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -346,11 +347,15 @@ class ControlPlane(ComputeVerbs, Lifecycle):
                 c.runtime.close_interval(self.env.now)
 
     def result(self, name: str, duration_s: float, price_per_cu_hour: float,
-               assumptions: dict[str, str] | None = None) -> RunResult:
+               assumptions: dict[str, str] | None = None,
+               exclude: Collection[str] = ()) -> RunResult:
+        """The run's rows; projects in `exclude` (handed to another run) leave none."""
         self.finish()
-        projects = self.projects
+        projects = {pid: p for pid, p in self.projects.items() if pid not in exclude}
         rows = []
         for c in self.computes.values():
+            if c.project_id in exclude:
+                continue
             s = c.stats
             branch = self.branches[c.branch_id]
             rows.append(ComputeRow(
@@ -369,11 +374,15 @@ class ControlPlane(ComputeVerbs, Lifecycle):
             for p in projects.values() for o in p.operations
         ]
         rec = self.recorder
+
+        def kept(rows: list) -> list:
+            return [r for r in rows if r.project_id not in exclude] if exclude else list(rows)
+
         result = RunResult(
             name=name, seed=self.seed, start_iso=self.clock.iso(0.0) or "",
             duration_s=duration_s, price_per_cu_hour=price_per_cu_hour, computes=rows,
-            operations=ops, intervals=list(rec.intervals), connections=list(rec.connections),
-            wakes=list(rec.wakes), assumptions=dict(assumptions or {}),
+            operations=ops, intervals=kept(rec.intervals), connections=kept(rec.connections),
+            wakes=kept(rec.wakes), assumptions=dict(assumptions or {}),
         )
         result.projects = {p.id: (p.key, p.created_at) for p in projects.values()}
         if not self.config.record_events:

@@ -14,7 +14,7 @@ import numpy as np
 
 from sim.engine.clock import to_us
 from sim.engine.config import ConnectionRecording
-from sim.engine.fleetpath import INF, NotReproducible, Timeline, on_intervals, op_instants
+from sim.engine.fleetpath import INF, Timeline, on_intervals, op_instants
 from sim.engine.model import Compute, Operation
 from sim.engine.records import ConnectionRecord, Outcome, StateInterval, WakeRecord
 from sim.rules.states import ComputeState, OperationStatus
@@ -133,14 +133,13 @@ def _operations(cp: ControlPlane, c: Compute, tl: Timeline, until: float) -> lis
 def file_operations(cp: ControlPlane, project_id: str, ops: list[Operation]) -> None:
     """Merge a project's fleet-path operations into its list, in creation order.
 
-    The engine never lets two operations of a project share a microsecond (it
-    moves the later one); the fleet path cannot know which was later, so a tie
-    is handed back to the engine."""
+    The caller has checked that no two operations of the project share a
+    microsecond (the engine would have moved the later one)."""
     project = cp.projects[project_id]
     merged = sorted(project.operations + ops, key=lambda o: o.created_us)
     stamps = [o.created_us for o in merged]
     if any(b <= a for a, b in zip(stamps, stamps[1:], strict=False)):
-        raise NotReproducible("two operations of a project in the same microsecond")
+        raise RuntimeError("two operations of a project in the same microsecond")
     project.operations = merged
     project.last_op_us = stamps[-1]
     for op in ops:

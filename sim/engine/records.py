@@ -180,6 +180,8 @@ class RunResult:
     wake_waits: dict[str, np.ndarray] | None = None
     #: human-readable assumptions in force (cold-start distribution, pool size, prices...)
     assumptions: dict[str, str] = field(default_factory=dict)
+    #: computes by the road that computed them: "fleet path", or "engine: <why>"
+    roads: dict[str, int] = field(default_factory=dict)
 
 
 def summarise_events(result: RunResult, rec: Recorder) -> None:

@@ -80,6 +80,7 @@ def run_metadata(result: RunResult) -> dict[str, Any]:
         "duration_s": float(result.duration_s),
         "price_per_cu_hour": float(result.price_per_cu_hour),
         "assumptions": dict(result.assumptions),
+        "roads": dict(result.roads),
     }
 
 

@@ -1,11 +1,11 @@
-"""Which projects of a scenario the fleet path may compute, and running it after the engine.
+"""Which projects of a scenario the fleet path computes, and running it after the engine.
 
 A project qualifies when nothing but its computes' own workloads touches it:
 no scripted call names it, operations never fail, no availability checks, and
 each compute's load cannot move the autoscaler or fill its disk. What can only
 be known afterwards (a refused connection, a project quiet long enough to be
-detached) makes `NotReproducible` propagate, and the runner falls back to the
-engine for the whole run.
+detached) hands that project alone back to the SimPy engine: the runner runs
+the projects handed back in a run of their own and merges the two results.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from sim.engine.clock import to_us
 from sim.engine.config import EngineConfig
 from sim.engine.control_plane import ControlPlane
 from sim.engine.fleetpath import (
@@ -22,6 +23,7 @@ from sim.engine.fleetpath import (
     NotReproducible,
     Timeline,
     longest_quiet,
+    op_instants,
     timeline,
 )
 from sim.engine.fleetpath_apply import apply_timeline, file_operations
@@ -31,30 +33,45 @@ from sim.scenario.references import body_references, parse_reference
 from sim.scenario.schema import ComputeSpec, Scenario
 from sim.workload.arrivals import chunks
 
+FLEET_PATH = "fleet path"
 
-def compute_qualifies(spec: ComputeSpec) -> bool:
+
+def compute_reason(spec: ComputeSpec) -> str | None:
+    """Why the SimPy engine must run this compute, or None when the fleet path can."""
     w = spec.workload
     if w is None:
-        return True
-    steady = spec.min_cu == spec.max_cu or (w.cpu_per_session == 0 and w.memory_gb_per_session == 0)
-    return steady and w.temp_bytes_per_session is None
+        return None
+    if spec.min_cu != spec.max_cu and (w.cpu_per_session or w.memory_gb_per_session):
+        return "load per session moves the autoscaler"
+    if w.temp_bytes_per_session is not None:
+        return "temporary files"
+    return None
 
 
-def eligible_projects(scenario: Scenario, config: EngineConfig) -> set[str]:
-    """Instance keys ("shop[3]") whose timelines the fleet path may compute."""
-    if config.operation_failure_rate > 0 or config.check_availability_every_s is not None:
-        return set()
+def engine_reasons(scenario: Scenario, config: EngineConfig) -> dict[str, str]:
+    """Instance key -> why the SimPy engine runs it, for the projects the fleet path cannot."""
+    if config.operation_failure_rate > 0:
+        world = "operation failures"
+    elif config.check_availability_every_s is not None:
+        world = "availability checks"
+    else:
+        world = None
     named: set[str] = set()
     for action in scenario.actions:
         named |= {ref.instance_key for ref in action.references()}
         named |= {parse_reference(text).instance_key for _, text in body_references(action.body)}
-    keys = set()
+    reasons = {}
     for inst in scenario.instances():
-        if inst.key in named:
-            continue
-        if all(compute_qualifies(c) for b in inst.template.branches for c in b.computes):
-            keys.add(inst.key)
-    return keys
+        if world is not None:
+            reasons[inst.key] = world
+        elif inst.key in named:
+            reasons[inst.key] = "named by a scripted call"
+        else:
+            why = next((r for b in inst.template.branches for c in b.computes
+                        if (r := compute_reason(c)) is not None), None)
+            if why is not None:
+                reasons[inst.key] = why
+    return reasons
 
 
 def _arrays(scenario: Scenario, cp: ControlPlane, c: Compute, spec: ComputeSpec
@@ -102,32 +119,67 @@ def _check_storage(cp: ControlPlane, spans: dict[str, list], until: float) -> No
         starts = np.concatenate([s for s, _ in group])
         ends = np.concatenate([e for _, e in group])
         if longest_quiet(starts, ends, until) >= after:
-            raise NotReproducible(f"{key} would be detached or archived")
+            raise NotReproducible("the project would be detached or a branch archived")
 
 
-def run_fleet_path(cp: ControlPlane, scenario: Scenario,
-                   placed: Sequence[tuple[Compute, ComputeSpec]], until: float) -> None:
-    """Compute every external compute's timeline and write it into `cp`. Raises NotReproducible."""
+def _check_stamps(cp: ControlPlane, project_id: str, timelines: list[Timeline]) -> None:
+    """The engine never lets two operations of a project share a microsecond (it moves the
+    later one); the fleet path cannot know which was later, so a tie is the engine's."""
+    stamps = [op.created_us for op in cp.projects[project_id].operations]
+    for tl in timelines:
+        stamps += [to_us(created) for _, created, _ in op_instants(tl)]
+    if len(set(stamps)) < len(stamps):
+        raise NotReproducible("two operations of a project in the same microsecond")
+
+
+def _project_timelines(cp: ControlPlane, scenario: Scenario,
+                       group: Sequence[tuple[Compute, ComputeSpec]], until: float) -> list:
+    """(compute, timeline, arrivals, durations) of every compute of one project, checked
+    against everything that would need the engine. Raises NotReproducible."""
     cfg = cp.config
     spans: dict[str, list] = {}
-    ops_by_project: dict[str, list] = {}
-    for c, spec in placed:
+    planned = []
+    for c, spec in group:
         rt = c.runtime
         assert rt is not None and rt.external
-        arrivals, durations = _arrays(scenario, cp, c, spec)
         if rt.activated_at is None:
-            raise NotReproducible(f"{c.id} was not active within the run")
+            raise NotReproducible("not active within the run")
+        arrivals, durations = _arrays(scenario, cp, c, spec)
         tl = timeline(Inputs(
             arrivals, durations, rt.activated_at, rt.idle_timeout, until, _limits(cp, c),
             cfg.cold_start, cfg.duration_of(Action.SUSPEND_COMPUTE),
             cp.streams.get(f"ops/{c.key}"),
         ))
-        ops = apply_timeline(cp, c, tl, arrivals, durations, until)
-        ops_by_project.setdefault(c.project_id, []).extend(ops)
+        planned.append((c, tl, arrivals, durations))
         mine = on_spans(tl, c.created_at, until)
         spans.setdefault(f"project:{c.project_id}", []).append(mine)
         if not cp.branches[c.branch_id].default:
             spans.setdefault(f"branch:{c.branch_id}", []).append(mine)
     _check_storage(cp, spans, until)
-    for project_id, ops in ops_by_project.items():
+    if cfg.record_events and group:
+        _check_stamps(cp, group[0][0].project_id, [tl for _, tl, _, _ in planned])
+    return planned
+
+
+def run_fleet_path(cp: ControlPlane, scenario: Scenario,
+                   placed: Sequence[tuple[Compute, ComputeSpec]], until: float
+                   ) -> dict[str, str]:
+    """Compute every external compute's timeline and write it into `cp`, project by project.
+
+    Returns the projects handed back to the engine (project id -> why); nothing of
+    theirs is written."""
+    by_project: dict[str, list[tuple[Compute, ComputeSpec]]] = {}
+    for c, spec in placed:
+        by_project.setdefault(c.project_id, []).append((c, spec))
+    handed_back: dict[str, str] = {}
+    for project_id, group in by_project.items():
+        try:
+            planned = _project_timelines(cp, scenario, group, until)
+        except NotReproducible as err:
+            handed_back[project_id] = str(err)
+            continue
+        ops = []
+        for c, tl, arrivals, durations in planned:
+            ops += apply_timeline(cp, c, tl, arrivals, durations, until)
         file_operations(cp, project_id, ops)
+    return handed_back
