@@ -79,7 +79,8 @@ class ControlPlane(ComputeVerbs, Lifecycle):
         self.computes: dict[str, Compute] = {}
         self.operations: dict[str, Operation] = {}
         self._unnamed_projects = 0
-        self.checked_branches: set[str] = set()  # branches with a check_availability loop
+        #: branches with a check_availability loop -> when it began
+        self.checked_branches: dict[str, float] = {}
         self.auth = ManagedAuth(self)
 
     # -- time ----------------------------------------------------------------

@@ -28,6 +28,11 @@ def is_on(c: Compute) -> bool:
     return not c.deleted and (c.current_state != IDLE or c.pending_state == ACTIVE)
 
 
+def checked_compute(computes: list[Compute]) -> Compute:
+    """The compute a branch's availability check uses: its read_write one, else the first."""
+    return next((x for x in computes if x.is_read_write), computes[0])
+
+
 class Lifecycle:
     # -- waking --------------------------------------------------------------
     def wake(self: ControlPlane, c: Compute, cause: str) -> list[Operation]:
@@ -180,7 +185,7 @@ class Lifecycle:
         every = self.config.check_availability_every_s
         if every is None or branch.id in self.checked_branches:
             return  # one loop per branch, whatever computes come and go
-        self.checked_branches.add(branch.id)
+        self.checked_branches[branch.id] = self.env.now
         self.env.process(self._check_availability_loop(branch, every))
 
     def _check_availability_loop(self: ControlPlane, branch: Branch, every: float):
@@ -189,9 +194,9 @@ class Lifecycle:
             computes = [self.computes[i] for i in branch.computes]
             if not computes or self.projects[branch.project_id].deleted_at is not None:
                 continue  # branches without a compute are not checked
-            c = next((x for x in computes if x.is_read_write), computes[0])
-            if c.disabled:
-                continue
+            c = checked_compute(computes)
+            if c.disabled or (c.runtime is not None and c.runtime.external):
+                continue  # a compute the kernel advances takes its checks there
             if c.current_state == IDLE and c.pending_state is None:
                 self.wake(c, "check_availability")
             rt = c.runtime

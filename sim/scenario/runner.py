@@ -215,7 +215,7 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
     fleet = Fleet()
     placed: list[tuple[Compute, ComputeSpec]] = []
     external: list[tuple[Compute, ComputeSpec]] = []
-    reasons = engine_reasons(scenario, cp.config) if fleet_path else {}
+    reasons = engine_reasons(scenario) if fleet_path else {}
     roads: Counter[str] = Counter()
     for inst in instances:
         try:
