@@ -144,6 +144,8 @@ def run_fleet_path(cp: ControlPlane, scenario: Scenario,
         created = []
         for adv in advanced:
             ops = apply_advanced(cp, adv)
+            if not ops:  # events not recorded: no operation was built
+                continue
             rank = _check_rank(cp, adv.compute)
             created += [(t, sched, rank, j, op)
                         for j, ((t, sched), op) in enumerate(zip(op_order(adv), ops, strict=True))]

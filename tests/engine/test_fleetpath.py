@@ -91,6 +91,7 @@ def random_scenario(seed: int) -> dict:
     doc = {
         "name": f"random-{seed}", "seed": seed, "duration": f"{int(rng.integers(6, 72))}h",
         "record_connections": str(rng.choice(["all", "sampled", "off"])),
+        "record_events": str(rng.choice(["all", "all", "off"])),
         "connection_sample_rate": 0.3,
         "engine": engine,
         "faults": {"operation_failure_rate": float(rng.choice([0.0, 0.0, 0.05, 0.3]))},
