@@ -202,8 +202,9 @@ def _listen(host: str, port: int):
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        # bound, not yet listening: clients are refused (not queued) until the server
+        # is ready, which may take a while when a state file is replayed
         sock.bind((host, port))
-        sock.listen(2048)
     except OSError:
         sock.close()
         raise
