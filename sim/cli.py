@@ -88,6 +88,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         writing = time.perf_counter() - started
     except ResultsExist as err:
         return _fail(str(err))
+    except OSError as err:  # a full disk, a directory we may not write
+        if staging is not None:
+            discard(staging)
+        return _fail(f"{out}: cannot write the results ({err.strerror or err}); "
+                     f"{out} left as it was")
     except KeyboardInterrupt:
         if staging is not None and not staging.exists():  # moved into place just before
             print(f"sim: interrupted; the results were complete and are in {out}/",

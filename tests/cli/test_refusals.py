@@ -79,3 +79,13 @@ def test_a_key_of_another_section_names_its_full_path(tmp_path: Path, capsys) ->
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert f"{scenario}: cold_start: unknown key here; it belongs at engine.cold_start" in err
+
+
+def test_run_whose_results_cannot_be_written_fails_in_one_line(tmp_path: Path,
+                                                               capsys) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory", encoding="utf-8")
+    assert main(["run", str(QUICKSTART), "--out", str(blocker / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot write the results" in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
