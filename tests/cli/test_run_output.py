@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -182,3 +183,18 @@ def test_progress_hears_of_every_file_in_the_order_written(tiny: Path, tmp_path:
     names = [h[2] for h in heard]
     assert names[0] == PREPARING and names[-1] == REPORT_FILE
     assert sorted(names[1:]) == sorted(p.name for p in staging.iterdir())
+
+
+def test_the_command_shows_progress_while_writing(tiny: Path, tmp_path: Path) -> None:
+    """Through the real command, with stderr taken for a terminal (as rich is told by
+    FORCE_COLOR): the bar's last frame shows every file written."""
+    env = {**os.environ, "FORCE_COLOR": "1", "TTY_INTERACTIVE": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "sim", "run", str(tiny), "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", done.stderr)
+    total = file_count()
+    assert "simulating tiny" in shown and "writing results" in shown
+    assert f"{total}/{total} {REPORT_FILE}" in shown
