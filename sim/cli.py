@@ -83,8 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         staging = staging_dir(out, replace=args.force)
         with _steps_progress(args.quiet, "writing results") as update:
             written = write_run(result, scenario, Path(args.file), staging, progress=update)
-        publish(staging, out)
-        staging = None
+        publish(staging, out)  # from here on `staging` no longer exists
         writing = time.perf_counter() - started
     except ResultsExist as err:
         return _fail(str(err))
@@ -94,7 +93,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _fail(f"{out}: cannot write the results ({err.strerror or err}); "
                      f"{out} left as it was")
     except KeyboardInterrupt:
-        if staging is not None and not staging.exists():  # moved into place just before
+        if staging is not None and not staging.exists():  # already moved into place
             print(f"sim: interrupted; the results were complete and are in {out}/",
                   file=sys.stderr)
             return EXIT_INTERRUPTED

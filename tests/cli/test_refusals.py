@@ -50,9 +50,8 @@ def test_serve_refuses_a_port_in_use_before_printing_anything(tmp_path: Path) ->
     assert not state.exists()
 
 
-def test_plot_names_the_one_missing_file(tmp_path: Path, capsys) -> None:
-    out = tmp_path / "run"
-    assert main(["run", str(QUICKSTART), "--out", str(out), "--quiet"]) == 0
+def test_plot_names_the_one_missing_file(earlier_run: Path, capsys) -> None:
+    out = earlier_run
     (out / "summary.json").unlink()
     capsys.readouterr()
     assert main(["plot", str(out)]) == 2
@@ -81,11 +80,11 @@ def test_a_key_of_another_section_names_its_full_path(tmp_path: Path, capsys) ->
     assert f"{scenario}: cold_start: unknown key here; it belongs at engine.cold_start" in err
 
 
-def test_run_whose_results_cannot_be_written_fails_in_one_line(tmp_path: Path,
+def test_run_whose_results_cannot_be_written_fails_in_one_line(tiny: Path, tmp_path: Path,
                                                                capsys) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory", encoding="utf-8")
-    assert main(["run", str(QUICKSTART), "--out", str(blocker / "out"), "--quiet"]) == 2
+    assert main(["run", str(tiny), "--out", str(blocker / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot write the results" in err and "Traceback" not in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", tiny.name]

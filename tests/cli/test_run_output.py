@@ -22,36 +22,10 @@ from sim.metrics.charts import chart_files
 from sim.metrics.io import read_run, result_files
 from sim.report import REPORT_FILE, SCENARIO_FILE
 from sim.results_dir import PREPARING, file_count, staging_dir, write_run
+from tests.cli.conftest import TINY
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("interrupted_run.py")
-
-#: two projects, six hours: a run and its results take about a second
-TINY = """\
-name: tiny
-seed: 5
-duration: {duration}
-record_connections: "off"
-projects:
-  - name: app
-    count: 2
-    branches:
-      - name: main
-        computes:
-          - type: read_write
-            size: {{cu: 0.25}}
-            workload:
-              arrivals: {{kind: poisson, per_hour: 30}}
-              session: {{dist: exponential, mean_s: 30}}
-"""
-
-
-@pytest.fixture
-def tiny(tmp_path: Path) -> Path:
-    path = tmp_path / "tiny.yaml"
-    path.write_text(TINY.format(duration="6h"), encoding="utf-8")
-    return path
-
 
 def snapshot(directory: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
@@ -63,8 +37,10 @@ def leftovers(parent: Path, out: Path) -> list[str]:
     return sorted(p.name for p in parent.iterdir() if p.name.startswith(f".{out.name}."))
 
 
-def interrupted_run(tmp_path: Path, pause_after: str, *args: str) -> tuple[int, str, str]:
-    """Run `sim run ARGS` in a child, SIGINT it once FILE is written, return its outcome."""
+def interrupted_run(tmp_path: Path, pause_after: str, *args: str
+                    ) -> tuple[int, str, str, list[str]]:
+    """Run `sim run ARGS` in a child, SIGINT it once FILE is written; its exit status,
+    output, and the files its staging directory held when the signal went."""
     marker = tmp_path / f"paused-after-{pause_after}"
     marker.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get(
@@ -79,44 +55,48 @@ def interrupted_run(tmp_path: Path, pause_after: str, *args: str) -> tuple[int, 
             assert waited < 1200, "the child never reached the pause point"
             time.sleep(0.1)
             waited += 1
+        (staging,) = tmp_path.glob(".*.partial-*")
+        staged = sorted(p.name for p in staging.iterdir())
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=120)
     finally:
         if child.poll() is None:
             child.kill()
             child.communicate()
-    return child.returncode, out, err
+    return child.returncode, out, err, staged
 
 
 def test_ctrl_c_while_results_are_written_leaves_no_directory(tiny: Path,
                                                               tmp_path: Path) -> None:
     out = tmp_path / "results"
-    code, stdout, err = interrupted_run(tmp_path, chart_files()[1],
-                                        "run", str(tiny), "--out", str(out), "--quiet")
+    code, stdout, err, staged = interrupted_run(tmp_path, chart_files()[1],
+                                                "run", str(tiny), "--out", str(out), "--quiet")
+    # it stopped half-way: tables, summary and two charts written, the report not
+    assert {"summary.json", chart_files()[1]} <= set(staged) and REPORT_FILE not in staged
     assert code == 130
     assert err == f"sim: interrupted; {out} left as it was\n" and stdout == ""
     assert not out.exists() and leftovers(tmp_path, out) == []
 
 
-def test_ctrl_c_while_replacing_earlier_results_leaves_them_untouched(tiny: Path,
-                                                                     tmp_path: Path) -> None:
-    out = tmp_path / "results"
-    assert main(["run", str(tiny), "--out", str(out), "--quiet", "--seed", "1"]) == 0
+def test_ctrl_c_while_replacing_earlier_results_leaves_them_untouched(
+        tiny: Path, earlier_run: Path, tmp_path: Path) -> None:
+    out = earlier_run
     before = snapshot(out)
     # mid-way (tables there, charts not), and complete but not yet moved into place
     for pause_after in ("summary.json", REPORT_FILE):
-        code, _, err = interrupted_run(tmp_path, pause_after, "run", str(tiny), "--out",
-                                       str(out), "--quiet", "--seed", "2", "--force")
+        code, _, err, staged = interrupted_run(tmp_path, pause_after, "run", str(tiny),
+                                               "--out", str(out), "--quiet", "--seed", "2",
+                                               "--force")
+        assert pause_after in staged
         assert code == 130 and err.count("\n") == 1 and "interrupted" in err, err
         assert snapshot(out) == before, pause_after
         assert read_run(out)["seed"] == 1
         assert leftovers(tmp_path, out) == []
 
 
-def test_an_existing_results_directory_is_refused_without_force(tiny: Path, tmp_path: Path,
+def test_an_existing_results_directory_is_refused_without_force(tiny: Path, earlier_run: Path,
                                                                 capsys) -> None:
-    out = tmp_path / "results"
-    assert main(["run", str(tiny), "--out", str(out), "--quiet", "--seed", "1"]) == 0
+    out = earlier_run
     (out / "notes.txt").write_text("mine", encoding="utf-8")
     before = snapshot(out)
     capsys.readouterr()
@@ -127,9 +107,9 @@ def test_an_existing_results_directory_is_refused_without_force(tiny: Path, tmp_
     assert snapshot(out) == before
 
 
-def test_force_replaces_the_directory_whole(tiny: Path, tmp_path: Path) -> None:
-    out = tmp_path / "results"
-    assert main(["run", str(tiny), "--out", str(out), "--quiet", "--seed", "1"]) == 0
+def test_force_replaces_the_directory_whole(tiny: Path, earlier_run: Path,
+                                            tmp_path: Path) -> None:
+    out = earlier_run
     (out / "notes.txt").write_text("from before", encoding="utf-8")
     assert main(["run", str(tiny), "--out", str(out), "--quiet", "--seed", "2",
                  "--force"]) == 0
@@ -137,13 +117,6 @@ def test_force_replaces_the_directory_whole(tiny: Path, tmp_path: Path) -> None:
     expected = {*result_files(), *chart_files(), SCENARIO_FILE, REPORT_FILE}
     assert {p.name for p in out.iterdir()} == expected
     assert leftovers(tmp_path, out) == []
-
-
-def test_an_empty_directory_is_used_without_force(tiny: Path, tmp_path: Path) -> None:
-    out = tmp_path / "empty"
-    out.mkdir()
-    assert main(["run", str(tiny), "--out", str(out), "--quiet"]) == 0
-    assert (out / REPORT_FILE).exists()
 
 
 def test_help_says_what_happens_to_an_existing_directory() -> None:
@@ -157,6 +130,7 @@ def test_the_closing_line_reports_simulation_and_writing_separately(
     scenario = tmp_path / "s.yaml"
     scenario.write_text(TINY.format(duration=duration), encoding="utf-8")
     out = tmp_path / "out"
+    out.mkdir()  # an empty directory is used as it is, without --force
     assert main(["run", str(scenario), "--out", str(out), "--quiet"]) == 0
     last = capsys.readouterr().out.rstrip("\n").splitlines()[-1]
     head, _, tail = last.partition("; results written in ")
