@@ -7,10 +7,15 @@ and exit non-zero; no traceback reaches the terminal.
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sim.api.limits import RateLimit
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report an interrupted command
@@ -184,7 +189,17 @@ def cmd_limits(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve the management API over simulated time (console at /, OpenAPI at /docs)."""
-    # the port first: a refusal prints one line and nothing else (no banner, no key)
+    from sim.api.limits import RateLimit
+
+    # options, then the port, before anything is printed or created (no banner, no key)
+    if args.speed <= 0:
+        return _fail("--speed must be > 0")
+    try:
+        rate_limit = RateLimit.parse(args.rate_limit)
+    except ValueError as err:
+        return _fail(f"--rate-limit: {err}")
+    if args.max_body_bytes < 1:
+        return _fail("--max-body-bytes must be >= 1")
     if not 1 <= args.port <= 65_535:
         return _fail(f"--port must be 1..65535, got {args.port}")
     try:
@@ -193,15 +208,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _fail(f"--port {args.port}: cannot listen on {args.host}:{args.port} "
                      f"({err.strerror or err})")
     try:
-        return _serve(args, listener)
+        return _serve(args, listener, rate_limit)
     finally:
         listener.close()
 
 
-def _listen(host: str, port: int):
+def _listen(host: str, port: int) -> socket.socket:
     """Bind the server's socket now, so a taken port is refused before anything is printed."""
-    import socket
-
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -212,11 +225,10 @@ def _listen(host: str, port: int):
     except OSError:
         sock.close()
         raise
-    sock.set_inheritable(True)
     return sock
 
 
-def _serve(args: argparse.Namespace, listener) -> int:
+def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLimit) -> int:
     import uvicorn
 
     from sim.api import SimServer, create_app
@@ -229,17 +241,8 @@ def _serve(args: argparse.Namespace, listener) -> int:
             scenario = load_scenario(args.scenario)
         except ScenarioError as err:
             return _fail(str(err))
-    if args.speed <= 0:
-        return _fail("--speed must be > 0")
-    from sim.api.limits import RateLimit
     from sim.scenario.runner import ScenarioRunError
 
-    try:
-        rate_limit = RateLimit.parse(args.rate_limit)
-    except ValueError as err:
-        return _fail(f"--rate-limit: {err}")
-    if args.max_body_bytes < 1:
-        return _fail("--max-body-bytes must be >= 1")
     limits = {"rate_limit": rate_limit, "max_body_bytes": args.max_body_bytes}
     restored = None
     try:
