@@ -50,7 +50,7 @@ GOAL_BYTES = 4 * GIB
 # (computes, days), smallest first; the last is the headline
 FULL_POINTS = [(1_000, 7.0), (1_000, 30.0), (3_000, 30.0), (10_000, 30.0)]
 QUICK_POINTS = [(100, 7.0), (100, 30.0), (300, 30.0), (1_000, 30.0)]
-_SIMULATED = re.compile(r"simulated [\d.]+ days in ([\d.]+) s")
+_SIMULATED = re.compile(r"simulated [\d.]+ days? in ([\d.]+) s")
 
 
 def run_point(computes: int, days: float, timeout_s: float, mem_cap: int) -> dict:
