@@ -217,9 +217,7 @@ class Session:
 
     def close(self) -> None:
         self.stop_server()
-        if self.shell.stdin is not None:
-            self.shell.stdin.close()
-        self.shell.wait()
+        self.shell.communicate()  # closes the shell's input, reads it to the end, waits
 
 
 def _free_port() -> int:
@@ -291,7 +289,8 @@ def rewrite(lines: list[str], steps: list[Step]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scripts.shown_outputs", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m scripts.shown_outputs",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("documents", nargs="*", default=list(DOCUMENTS),
                         help="markdown files (default: the documents with shown outputs)")
     parser.add_argument("--write", action="store_true",
