@@ -10,6 +10,7 @@ in a fresh temporary directory (with `scenarios/` linked in):
 - a ```bash block; the fenced block right after it (json, text or console,
   only blank lines between) is its shown output. A bash block that prints
   something must have one.
+- a ```python block, the same way: it runs as a script with this Python.
 - a ```console block: each `$ command` line runs; the lines below it, up to
   the next `$`, are its shown output. `$ sim serve ...` starts the server in
   the background (stopping the previous one) and its shown output is the
@@ -29,6 +30,7 @@ import argparse
 import difflib
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -39,7 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = ("docs/quickstart.md", "docs/walkthrough-api.md", "docs/walkthrough-auth.md")
+DOCUMENTS = ("docs/quickstart.md", "docs/scenarios.md", "docs/walkthrough-api.md",
+             "docs/walkthrough-auth.md")
 SHOWN_PORT = "8080"
 OUTPUT_LANGUAGES = ("json", "text", "console")
 FENCE = re.compile(r"^```(\S*)")
@@ -106,14 +109,17 @@ def plan_steps(lines: list[str]) -> tuple[list[Step | Block], list[Block]]:
             steps.append(block)
         if k in used_as_output:
             continue
-        if block.language == "bash":
+        if block.language in ("bash", "python"):
             nxt = blocks[k + 1] if k + 1 < len(blocks) else None
             output = None
             if (nxt is not None and nxt.language in OUTPUT_LANGUAGES and nxt.file_name is None
                     and _only_blank_between(lines, block, nxt)):
                 output = nxt
                 used_as_output.add(k + 1)
-            steps.append(Step("\n".join(block.lines), output.lines if output else [],
+            command = "\n".join(block.lines)
+            if block.language == "python":
+                command = f"{shlex.quote(sys.executable)} - <<'END_OF_PYTHON'\n{command}\nEND_OF_PYTHON"
+            steps.append(Step(command, output.lines if output else [],
                               block.start + 2, output_block=output))
         elif block.language == "console":
             steps.extend(_console_steps(block))
