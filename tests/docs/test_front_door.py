@@ -1,4 +1,4 @@
-"""The README is a front door: two commands first, then links that all lead somewhere.
+"""The README is a front door: two commands first, then links that all go somewhere.
 
 The project states its rules in its own words (docs/model.md), so neither the
 README nor docs/ sends a reader to documents that are not in the repository.
