@@ -19,8 +19,9 @@ in a fresh temporary directory (with `scenarios/` linked in):
   first (a scenario file the next commands use).
 
 Documents say port 8080; the servers of a document run on one free port and
-the outputs are written back with 8080. Wall-clock figures (the seconds on the line that
-`sim run` closes with) are not compared. Everything else must match exactly:
+the outputs are written back with 8080. Wall-clock times that `sim run` and
+`sim sweep` print on their own lines (outside the indented summary table) are
+not compared. Everything else must match exactly:
 ids, timestamps and counts come from the seeded simulation.
 """
 
@@ -47,9 +48,10 @@ SHOWN_PORT = "8080"
 OUTPUT_LANGUAGES = ("json", "text", "console")
 FENCE = re.compile(r"^```(\S*)")
 FILE_DIRECTIVE = re.compile(r"^<!--\s*file:\s*(\S+)\s*-->\s*$")
-# the closing line of `sim run` reports wall-clock seconds; those vary from run to run
-WALL_CLOCK_LINE = re.compile(r"^simulated .*")
-SECONDS = re.compile(r"\b\d+(?:\.\d+)? s\b")
+# `sim run` and `sim sweep` report wall-clock times on their own lines (not on the indented
+# lines of the summary table, whose times are simulated); those vary from run to run
+TIMED_COMMAND = re.compile(r"^(?:sim|python -m sim) (?:run|sweep)\b")
+WALL_CLOCK_TIME = re.compile(r"\b\d+(?:[.,]\d+)* ?(?:ms|s|min)\b")
 SERVER_START_ATTEMPTS = 600  # x 0.05 s
 
 
@@ -138,8 +140,10 @@ def _console_steps(block: Block) -> list[Step]:
     return steps
 
 
-def comparable(lines: list[str]) -> list[str]:
-    return [SECONDS.sub("<s>", line) if WALL_CLOCK_LINE.match(line) else line for line in lines]
+def comparable(step: Step, lines: list[str]) -> list[str]:
+    if not TIMED_COMMAND.match(step.command):
+        return lines
+    return [line if line[:1].isspace() else WALL_CLOCK_TIME.sub("<time>", line) for line in lines]
 
 
 class Session:
@@ -258,7 +262,7 @@ def differences(path: Path, steps: list[Step]) -> list[str]:
         if step.output_block is None and step.console is None and step.actual:
             found.append(f"{path}:{step.line}: this block prints output but the document shows none:\n"
                          + "\n".join(step.actual))
-        elif comparable(step.shown) != comparable(step.actual):
+        elif comparable(step, step.shown) != comparable(step, step.actual):
             diff = difflib.unified_diff(step.shown, step.actual, "shown", "printed now", lineterm="")
             found.append(f"{path}:{step.line}: `{step.command.splitlines()[0]}`\n" + "\n".join(diff))
     return found

@@ -36,8 +36,7 @@ def test_shown_outputs_are_what_the_code_prints(document: str) -> None:
 
 # -- the checker itself, on small documents that need no server -------------------------
 
-DOC = """\
-# A document
+DOC = r"""# A document
 
 ```bash
 GREETING=hello
@@ -65,7 +64,13 @@ $ sort numbers.txt
 2
 3
 $ echo "simulated 1 days in 0.3 s"
-simulated 1 days in 9.9 s
+simulated 1 days in 0.3 s
+```
+
+```console
+$ sim run --help > /dev/null; printf ' a table: 0.3 s\n1 day simulated in 0.3 s, written in 1,234 ms\n'
+ a table: 0.3 s
+1 day simulated in 9.9 s, written in 2 ms
 ```
 """
 
@@ -80,22 +85,28 @@ def _run(tmp_path: Path, text: str):
 def test_a_document_that_matches_has_no_difference(tmp_path: Path) -> None:
     doc, lines, steps = _run(tmp_path, DOC)
     # variables carry from block to block; a file block is written before later steps run
-    assert [s.actual for s in steps] == [[], ["hello", "no newline at the end"], ["1", "2", "3"],
-                                         ["simulated 1 days in 0.3 s"]]
-    assert differences(doc, steps) == []  # wall-clock seconds on `simulated ...` are not compared
-    assert rewrite(lines, steps)[-2] == "simulated 1 days in 0.3 s"  # what it printed, kept
+    assert [s.actual for s in steps] == [
+        [], ["hello", "no newline at the end"], ["1", "2", "3"], ["simulated 1 days in 0.3 s"],
+        [" a table: 0.3 s", "1 day simulated in 0.3 s, written in 1,234 ms"]]
+    # wall-clock times that `sim run` prints on its own lines are not compared
+    assert differences(doc, steps) == []
+    assert rewrite(lines, steps)[-2] == "1 day simulated in 0.3 s, written in 1,234 ms"  # as printed
 
 
 @needs_tools
 def test_a_changed_output_is_found_and_rewritten(tmp_path: Path) -> None:
-    stale = DOC.replace("hello\nno newline", "hullo\nno newline").replace("1\n2\n3\n$", "3\n2\n1\n$")
+    stale = (DOC.replace("hello\nno newline", "hullo\nno newline")
+             .replace("1\n2\n3\n$", "3\n2\n1\n$")
+             .replace("simulated 1 days in 0.3 s\n```", "simulated 1 days in 0.4 s\n```")  # not `sim run`
+             .replace(" a table: 0.3 s\n", " a table: 0.4 s\n"))  # an indented line of `sim run`
     doc, lines, steps = _run(tmp_path, stale)
     found = differences(doc, steps)
-    assert len(found) == 2
+    assert len(found) == 4
     assert "-hullo" in found[0] and "+hello" in found[0]
     assert "`sort numbers.txt`" in found[1]
+    assert "-simulated 1 days in 0.4 s" in found[2] and "- a table: 0.4 s" in found[3]
     fixed = "\n".join(rewrite(lines, steps)) + "\n"
-    assert fixed == DOC.replace("9.9 s", "0.3 s")
+    assert fixed == DOC.replace("9.9 s, written in 2 ms", "0.3 s, written in 1,234 ms")
 
 
 @needs_tools
