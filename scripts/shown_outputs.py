@@ -52,7 +52,7 @@ FILE_DIRECTIVE = re.compile(r"^<!--\s*file:\s*(\S+)\s*-->\s*$")
 # lines of the summary table, whose times are simulated); those vary from run to run
 TIMED_COMMAND = re.compile(r"^(?:sim|python -m sim) (?:run|sweep)\b")
 WALL_CLOCK_TIME = re.compile(r"\b\d+(?:[.,]\d+)* ?(?:ms|s|min)\b")
-SERVER_START_ATTEMPTS = 600  # x 0.05 s
+SERVER_START_ATTEMPTS = 1200  # x 0.05 s: a busy machine may take long to import the server
 
 
 @dataclass
