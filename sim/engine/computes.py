@@ -55,7 +55,7 @@ class ComputeSpec:
 
 
 def resolve_size(min_cu: float | None, max_cu: float | None) -> tuple[float, float]:
-    """Fill a missing end of the range (README, assumptions)."""
+    """Fill a missing end of the range (docs/model.md, assumptions)."""
     if min_cu is None:
         min_cu = DEFAULT_MIN_CU if max_cu is None else min(DEFAULT_MIN_CU, max_cu)
     if max_cu is None:

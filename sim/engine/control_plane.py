@@ -238,7 +238,7 @@ class ControlPlane(ComputeVerbs, Lifecycle):
         return project, [op]
 
     def attach_storage(self, project_id: str) -> Operation:
-        """A project's storage moved to another node (README, assumptions)."""
+        """A project's storage moved to another node (docs/model.md, assumptions)."""
         return self.submit_project_op(self.get_project(project_id), Action.TENANT_ATTACH,
                                       self.get_project(project_id).default_branch_id)
 

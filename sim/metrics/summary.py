@@ -158,7 +158,8 @@ _ROWS: list[tuple[str, list[tuple[str, str, str]]]] = [
             ("mean total CU", "mean_total_cu", "num"),
             ("CU-hours", "cu_hours", "num"),
             ("price per CU-hour", "price_per_cu_hour", "num"),
-            ("cost", "cost", "money"),
+            # in no currency: the scenario's price per CU-hour, over the simulated period
+            ("cost (CU-hours x price)", "cost", "money"),
         ],
     ),
     (
