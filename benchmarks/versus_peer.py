@@ -108,8 +108,26 @@ def measure_one(scenario) -> dict:
     }
 
 
+def simpy_timeouts_per_cpu_s(steps: int = 300_000) -> float:
+    """A bare `yield env.timeout(1)` loop: the floor of any SimPy model on this machine,
+    printed so that the peer's own speed can be compared across machines."""
+    import simpy
+
+    def loop(env: simpy.Environment):
+        for _ in range(steps):
+            yield env.timeout(1)
+
+    env = simpy.Environment()
+    env.process(loop(env))
+    cpu = time.process_time()
+    env.run()
+    return steps / (time.process_time() - cpu)
+
+
 def measure(quick: bool = False, *, only: list[str] | None = None) -> Report:
-    report = Report(TARGET, data={"quick": quick})
+    floor = max(simpy_timeouts_per_cpu_s() for _ in range(3))
+    report = Report(TARGET, data={"quick": quick, "simpy_timeouts_per_cpu_s": floor})
+    report.lines.append(f"bare SimPy timeouts per CPU s on this machine: {floor:,.0f}")
     rows, agree = [], []
     for name, build in workloads(quick):
         if only and name not in only:
