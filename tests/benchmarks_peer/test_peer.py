@@ -7,6 +7,8 @@ differ only in their own draws of cold-start and suspend durations: per
 compute, the difference of their cold-start shares and of their shares of time
 on must be zero-mean noise. Checked with a paired t interval over the computes
 (alpha 0.001), and the sessions must match exactly (nobody is refused here).
+The same holds on a small realistic fleet (autoscaling, the pooler, refusals,
+operation failures, availability checks, a PATCH), for CU-seconds too.
 """
 
 from __future__ import annotations
@@ -31,13 +33,23 @@ ALPHA = 0.001
 COMPUTES, DAYS = 40, 2.0  # ~11,500 sessions, ~6,600 cold starts
 
 
-@pytest.fixture(scope="module")
-def both():
-    scenario = parse_scenario(fleet_text(COMPUTES, DAYS))
+def run_both(text: str):
+    scenario = parse_scenario(text)
     peer = run_peer(scenario, draw_workloads(scenario))
     result = run_scenario(scenario)
     engine = {f"{result.projects[row.project_id][0]}.main.0": row for row in result.computes}
     return scenario, peer, engine
+
+
+def paired_within_chance(name: str, diffs: list[float]) -> None:
+    est = mean_estimate(diffs)
+    assert abs(est.deviation(0.0, ALPHA)) <= 1.0, (
+        f"{name}: peer - engine = {est.value:.3g} +- {est.half_width(ALPHA):.3g}")
+
+
+@pytest.fixture(scope="module")
+def both():
+    return run_both(fleet_text(COMPUTES, DAYS))
 
 
 def test_the_peer_sees_the_engines_sessions(both):
@@ -57,10 +69,24 @@ def test_cold_start_share_and_time_on_agree_within_chance(both):
         cold_diff.append((mine["cold_starts"] - row.cold_starts) / mine["arrivals"])
         on_diff.append((mine["on_s"] - row.active_s) / scenario.duration)
     assert sum(row.cold_starts for row in engine.values()) > 1_000  # the check has power
-    for name, diffs in (("cold-start share", cold_diff), ("share of time on", on_diff)):
-        est = mean_estimate(diffs)
-        assert abs(est.deviation(0.0, ALPHA)) <= 1.0, (
-            f"{name}: peer - engine = {est.value:.3g} +- {est.half_width(ALPHA):.3g}")
+    paired_within_chance("cold-start share", cold_diff)
+    paired_within_chance("share of time on", on_diff)
+
+
+def test_the_peer_agrees_on_a_small_realistic_fleet():
+    scenario, peer, engine = run_both(realistic_text(20, 2.0))  # ~7,700 sessions
+    assert sorted(peer.per_compute) == sorted(engine)
+    assert sum(row.refused for row in engine.values()) > 0  # the sized computes refuse
+    assert sum(row.cold_starts for row in engine.values()) > 500
+    rows = [(peer.per_compute[key], row) for key, row in engine.items()]
+    paired_within_chance("cold-start share", [
+        (mine["cold_starts"] - row.cold_starts) / mine["arrivals"] for mine, row in rows])
+    paired_within_chance("share of time on", [
+        (mine["on_s"] - row.active_s) / scenario.duration for mine, row in rows])
+    paired_within_chance("CU-seconds per second", [
+        (mine["cu_s"] - row.cu_s) / scenario.duration for mine, row in rows])
+    paired_within_chance("refused share", [
+        (mine["refused"] - row.refused) / mine["arrivals"] for mine, row in rows])
 
 
 def test_the_sized_tenth_of_the_realistic_fleet_refuses_about_one_percent():
