@@ -10,7 +10,7 @@ projects) resized by `_harness.realistic_text`:
 1. scaling: 100 / 300 / 1,000 / 3,000 / 10,000 computes x 30 days (fleet_scale.py's
    machinery: smallest first, a run whose projection passes the timeout is
    skipped and the headline is then projected along the line through the two
-   largest finished runs, and says so). --quick: 30 / 100 / 300 computes x 7 d.
+   largest finished runs, and says so). --quick: 20 / 60 / 200 computes x 7 d.
 2. workers: `sim run --workers 1` against `--workers 2` on 1,000 computes x
    7 days (--quick: 100), alternating 1, 2, 1, 2 (quick: once each); the best
    wall time of each side counts. Goal: speed-up >= 1.7.
@@ -40,7 +40,7 @@ GOAL_S = 120.0
 GOAL_BYTES = 4 * GIB
 GOAL_SPEEDUP = 1.7
 FULL_POINTS = [(100, 30.0), (300, 30.0), (1_000, 30.0), (3_000, 30.0), (10_000, 30.0)]
-QUICK_POINTS = [(30, 7.0), (100, 7.0), (300, 7.0)]
+QUICK_POINTS = [(20, 7.0), (60, 7.0), (200, 7.0)]
 WORKERS_SIZE, QUICK_WORKERS_SIZE = (1_000, 7.0), (100, 7.0)
 CLUSTER = (10, 50, 100, 500)
 TARGET_COMPUTES = 1_000_000
@@ -72,7 +72,7 @@ def projection(sessions: float, r1: float, speedup: float) -> tuple[list[tuple],
 
 def measure(quick: bool = False, *, scaling: bool = True, workers: bool = True,
             timeout_s: float | None = None, mem_cap_gib: float = 8.0) -> Report:
-    timeout_s = timeout_s or (40.0 if quick else 600.0)
+    timeout_s = timeout_s or (60.0 if quick else 600.0)
     if scaling:
         report = scale_report(TARGET, QUICK_POINTS if quick else FULL_POINTS, realistic_text,
                               FULL, GOAL_S, GOAL_BYTES, timeout_s, mem_cap_gib)
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller fleets (see above)")
     parser.add_argument("--skip-scaling", action="store_true", help="workers and projection only")
     parser.add_argument("--skip-workers", action="store_true", help="the scaling table only")
-    parser.add_argument("--timeout", type=float, help="seconds per run (default 600; quick 40)")
+    parser.add_argument("--timeout", type=float, help="seconds per run (default 600; quick 60)")
     parser.add_argument("--mem-cap", type=float, default=8.0, metavar="GIB",
                         help="kill a run whose resident set passes this (default 8)")
     args = parser.parse_args(argv)
