@@ -205,8 +205,10 @@ class Lifecycle:
             if not computes or self.projects[branch.project_id].deleted_at is not None:
                 continue  # branches without a compute are not checked
             c = checked_compute(computes)
-            if c.disabled or (c.runtime is not None and c.runtime.external):
-                continue  # a compute the kernel advances takes its checks there
+            if c.runtime is not None and c.runtime.external:
+                return  # the compute kernel runs this branch's checks (nothing else touches it)
+            if c.disabled:
+                continue
             if c.current_state == IDLE and c.pending_state is None:
                 self.wake(c, "check_availability")
             rt = c.runtime
