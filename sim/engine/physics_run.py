@@ -215,16 +215,16 @@ def op_order(adv: Advanced) -> list[tuple[float, float]]:
 def _operations(cp: ControlPlane, adv: Advanced) -> list[Operation]:
     c, out = adv.compute, adv.out
     n = int(out["i"][k.N_OPS])
-    rng = cp.streams.get(f"ids/{c.key}")
+    ids = cp.ids.operations(cp.streams.get(f"ids/{c.key}"), n)
     backoff = cp.config.retry_backoff_s
     ops = []
-    for action, created, status, failures, updated, finished in zip(
-            out["op_action"][:n].tolist(), out["op_created"][:n].tolist(),
+    for ident, action, created, status, failures, updated, finished in zip(
+            ids, out["op_action"][:n].tolist(), out["op_created"][:n].tolist(),
             out["op_status"][:n].tolist(), out["op_failures"][:n].tolist(),
             out["op_updated"][:n].tolist(), out["op_finished"][:n].tolist(), strict=True):
         name = _ACTIONS[action].value
         op = Operation(
-            id=cp.ids.operation(rng), project_id=c.project_id, branch_id=c.branch_id,
+            id=ident, project_id=c.project_id, branch_id=c.branch_id,
             endpoint_id=c.id, action=name, status=_STATUS[status], created_us=to_us(created),
             updated_at=updated, failures_count=failures,
             error=f"{name} attempt {failures} failed (injected fault)" if failures else None,
