@@ -55,7 +55,7 @@ class ComputeRuntime:
         "quiet_since", "armed_at", "resize_at", "feed", "batch", "idx", "next_arrival",
         "wake_at", "wake_cause", "iv_state", "iv_cu", "iv_start", "max_conn", "pool_size",
         "disk_bytes", "record_mode", "sample_rng", "sample_rate", "recorder", "idle_timeout",
-        "external", "activated_at", "open_records",
+        "external", "activated_at", "open_records", "consumed",
     )
 
     def __init__(self, cp: ControlPlane, compute: Compute):
@@ -80,6 +80,7 @@ class ComputeRuntime:
         self.feed: Iterator[SessionArrays] | None = None
         self.batch: SessionArrays | None = None
         self.idx = 0
+        self.consumed = 0  # sessions of the workload that have arrived so far
         self.next_arrival = INF
         self.wake_at: float | None = None
         self.wake_cause = ""
@@ -183,6 +184,7 @@ class ComputeRuntime:
         b = self.batch
         assert b is not None
         i = self.idx
+        self.consumed += 1
         self.connect(b.arrival_s[i], b.duration_s[i], b.cpu[i], b.memory_gb[i], b.temp_bytes[i])
         i += 1
         if i < len(b.arrival_s):
