@@ -18,7 +18,7 @@ from sim.rules.errors import invalid
 #: spec.md: "Currently the only supported auth provider value is `stack`."
 AUTH_PROVIDERS: tuple[str, ...] = ("stack",)
 #: the external OAuth providers an auth project can sign users in with
-OAUTH_PROVIDER_IDS: tuple[str, ...] = ("github", "google", "microsoft")
+OAUTH_PROVIDER_IDS: tuple[str, ...] = ("github", "google", "microsoft", "vercel")
 
 DEFAULT_DATABASE_NAME = "svcdb"
 DEFAULT_ROLE_NAME = "svcdb_owner"

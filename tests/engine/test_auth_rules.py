@@ -19,7 +19,7 @@ def test_names_of_the_synced_table_and_defaults():
     assert (rules.SCHEMA_NAME, rules.TABLE_NAME) == ("svc_auth", "users_sync")
     assert (rules.DEFAULT_DATABASE_NAME, rules.DEFAULT_ROLE_NAME) == ("svcdb", "svcdb_owner")
     assert rules.AUTH_PROVIDERS == ("stack",)
-    assert rules.OAUTH_PROVIDER_IDS == ("github", "google", "microsoft")
+    assert rules.OAUTH_PROVIDER_IDS == ("github", "google", "microsoft", "vercel")
 
 
 @pytest.mark.parametrize("value", ["clerk", "", None, "STACK"])
