@@ -116,6 +116,14 @@ def test_standard_email_server_field_values(name, value):
 def test_email_server_type_and_shared_extras():
     assert field_of(rules.check_email_server, "smtp") == "type"
     assert field_of(rules.check_email_server, "shared", host="smtp.example.com") == "host"
+    assert field_of(rules.check_email_server, "shared", sender_email="nobody") == "sender_email"
+
+
+def test_shared_email_server_keeps_the_sender():
+    # the official document's shared form has the sender's address and name
+    assert rules.check_email_server("shared", sender_email="noreply@example.com",
+                                    sender_name="Shop") == {
+        "type": "shared", "sender_email": "noreply@example.com", "sender_name": "Shop"}
 
 
 def test_provider_addresses():
