@@ -9,6 +9,7 @@ that need the document are skipped and say why.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import re
@@ -45,6 +46,14 @@ def document_path() -> Path:
     if npm is None:
         raise Unavailable(f"npm is not installed: cannot fetch {SOURCE}")
     target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # test processes in parallel fetch it once
+        if not target.exists():
+            _fetch(npm, target)
+    return target
+
+
+def _fetch(npm: str, target: Path) -> None:
     done = subprocess.run([npm, "pack", SOURCE, "--silent", "--pack-destination",
                            str(target.parent)], capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
@@ -56,8 +65,7 @@ def document_path() -> Path:
             raise Unavailable(f"{SOURCE} has no {MEMBER}")
         partial = target.with_suffix(".part")
         partial.write_bytes(source.read())
-        partial.replace(target)  # atomic: parallel test processes never read half a file
-    return target
+        partial.replace(target)  # atomic: a reader never sees half a file
 
 
 @functools.cache
