@@ -12,7 +12,8 @@ for a field it documents.
 
 Cases per operation: SIM_OFFICIAL_EXAMPLES, else 25 with
 HYPOTHESIS_PROFILE=thorough (CI) and 8 in the quick default
-(`SIM_OFFICIAL_EXAMPLES=100` for a longer hunt). `python -m
+(`SIM_OFFICIAL_EXAMPLES=120` for a longer hunt; not exactly 100, which
+schemathesis takes for Hypothesis's default and replaces with the profile's). `python -m
 tests.official.conformance N` runs the same cases and counts every failure
 instead of stopping at the first.
 """
