@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sim.api import SimClient
+from sim.api import SimClient, in_process_client
 from sim.api.documented import ShapeError, check, documented_fields
 from tests.api.conftest import make_project
 
@@ -203,3 +203,29 @@ def test_oauth_providers_take_vercel_and_a_microsoft_tenant(api: SimClient):
     r = api.delete(f"{base}/vercel")
     assert (r.status_code, r.json()) == (200, {})
     assert [p["id"] for p in api.get(base).json()["providers"]] == ["microsoft"]
+
+
+def test_kept_fields_survive_a_restart_from_the_state_file(tmp_path):
+    # the state file holds requests, and replays them through the same routes
+    from sim.api.journal import open_server
+
+    path = tmp_path / "world.db"
+    server, _ = open_server(path)
+    key = server.add_personal_key()
+    server.journal.save_key(key)  # type: ignore[union-attr]
+    with in_process_client(server, api_key=key.secret) as api:
+        made = make_project(api, settings=SETTINGS, store_passwords=False,
+                            branch={"role_name": "sally"})
+        pid = made["project"]["id"]
+        r = api.post(f"projects/{pid}/branches",
+                     json={"branch": {"protected": True}, "annotation_value": {"a": "b"}})
+        assert r.status_code == 201, r.text
+        before = (api.get(f"projects/{pid}").json(), api.get(f"projects/{pid}/branches").json())
+    server.journal.close()  # type: ignore[union-attr]
+
+    again, _ = open_server(path)
+    with in_process_client(again, api_key=key.secret) as api:
+        after = (api.get(f"projects/{pid}").json(), api.get(f"projects/{pid}/branches").json())
+    again.journal.close()  # type: ignore[union-attr]
+    assert after == before
+    assert after[0]["project"]["settings"] == SETTINGS
