@@ -4,13 +4,15 @@
 version is pinned here so every run reads the same document. `npm pack`
 fetches the tarball once into a cache directory outside the git tree
 (`SIM_NPM_CACHE`, default `~/.cache/sim-official`); without npm the tests
-that need the document are skipped and say why.
+that need the document are skipped and say why, and with npm a failed fetch
+is a failure.
 """
 
 from __future__ import annotations
 
 import fcntl
 import functools
+import hashlib
 import os
 import re
 import shutil
@@ -25,11 +27,13 @@ PACKAGE = "@neondatabase/api-client"
 VERSION = "2.7.3"
 SOURCE = f"{PACKAGE}@{VERSION}"
 MEMBER = "package/public-v2-for-users.gen.yaml"
+#: of the document in that version: the same bytes on every machine
+SHA256 = "dacf72ea2d63110b3694c705313e0b2104e9652ae1be3fc01ceebe7b17059c44"
 API_PREFIX = "/api/v2"
 
 
 class Unavailable(Exception):
-    """The document cannot be had here (no npm, or the registry is unreachable)."""
+    """The document cannot be had here: npm is not installed (the one reason to skip)."""
 
 
 def cache_dir() -> Path:
@@ -56,16 +60,19 @@ def document_path() -> Path:
 def _fetch(npm: str, target: Path) -> None:
     done = subprocess.run([npm, "pack", SOURCE, "--silent", "--pack-destination",
                            str(target.parent)], capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        raise Unavailable(f"npm pack {SOURCE} failed: {done.stderr.strip()[-300:]}")
+    if done.returncode != 0:  # npm is here, so the document must be: a failure, not a skip
+        raise RuntimeError(f"npm pack {SOURCE} failed: {done.stderr.strip()[-300:]}")
     tarball = target.parent / done.stdout.strip().splitlines()[-1]
     with tarfile.open(tarball) as tar:
         source = tar.extractfile(MEMBER)
         if source is None:
-            raise Unavailable(f"{SOURCE} has no {MEMBER}")
-        partial = target.with_suffix(".part")
-        partial.write_bytes(source.read())
-        partial.replace(target)  # atomic: a reader never sees half a file
+            raise RuntimeError(f"{SOURCE} has no {MEMBER}")
+        text = source.read()
+    if hashlib.sha256(text).hexdigest() != SHA256:
+        raise RuntimeError(f"{SOURCE}: {MEMBER} is not the document this version pins")
+    partial = target.with_suffix(".part")
+    partial.write_bytes(text)
+    partial.replace(target)  # atomic: a reader never sees half a file
 
 
 @functools.cache
