@@ -37,7 +37,8 @@ def body_models() -> dict[str, type[Body]]:
     while todo:
         cls = todo.pop()
         for sub in cls.__subclasses__():
-            found[sub.__name__] = sub
+            # the name is the key of the data file: two models may not share one
+            assert found.setdefault(sub.__name__, sub) is sub, f"two request models {sub.__name__}"
             todo.append(sub)
     return found
 
