@@ -42,6 +42,24 @@ def documented_fields(model: str) -> dict[str, Any]:
     return _documented().get(model, {})
 
 
+def as_json_schema(shape: dict[str, Any]) -> dict[str, Any]:
+    """A shape as JSON Schema for the server's own OpenAPI document: objects closed to
+    fields they do not list, as the server checks them."""
+    out = {k: v for k, v in shape.items() if k != "nullable"}
+    if "properties" in out:
+        out["properties"] = {k: as_json_schema(v) for k, v in out["properties"].items()}
+        out.setdefault("additionalProperties", False)
+    if isinstance(out.get("additionalProperties"), dict):
+        out["additionalProperties"] = as_json_schema(out["additionalProperties"])
+    if "items" in out:
+        out["items"] = as_json_schema(out["items"])
+    if "oneOf" in out:
+        out["oneOf"] = [as_json_schema(s) for s in out["oneOf"]]
+    if shape.get("nullable"):
+        out = {"anyOf": [out, {"type": "null"}]}
+    return out
+
+
 class ShapeError(ValueError):
     def __init__(self, path: str, reason: str):
         super().__init__(reason)

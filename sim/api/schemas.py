@@ -27,7 +27,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from sim.api.documented import ShapeError, check, documented_fields
+from sim.api.documented import ShapeError, as_json_schema, check, documented_fields
 from sim.rules.operations import Action
 from sim.rules.states import ComputeState, ComputeType, OperationStatus
 
@@ -67,6 +67,16 @@ class Body(BaseModel):
     def documented(self) -> dict[str, Any]:
         """The document's fields the client sent that this model does not model."""
         return self._documented
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> Any:
+        # the server's own OpenAPI document lists the documented fields it accepts
+        schema = handler(core_schema)
+        target = handler.resolve_ref_schema(schema)
+        for name, shape in documented_fields(cls.__name__).items():
+            target.setdefault("properties", {}).setdefault(name, {
+                **as_json_schema(shape), "description": "kept and answered back, not modelled"})
+        return schema
 
     @field_validator("*")
     @classmethod

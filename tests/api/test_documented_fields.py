@@ -149,6 +149,15 @@ def test_a_branch_field_in_the_wrong_form_is_refused(api: SimClient):
     assert api.get(f"projects/{pid}/branches").json() == before
 
 
+def test_the_servers_own_document_lists_the_documented_fields(api: SimClient):
+    schemas = api.get(api.base_url.join("/openapi.json")).json()["components"]["schemas"]
+    settings = schemas["ProjectCreate"]["properties"]["settings"]
+    assert settings["additionalProperties"] is False  # closed, as the server checks it
+    assert settings["properties"]["audit_log_level"]["enum"] == ["base", "extended", "full"]
+    assert "preload_libraries" in schemas["EndpointSettings"]["properties"]
+    assert schemas["EndpointSettings"]["additionalProperties"] is False
+
+
 def test_shape_checks():
     shape = documented_fields("ProjectCreate")["settings"]
     check({"maintenance_window": {"weekdays": [1, 2], "start_time": "01:00",
