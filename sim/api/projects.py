@@ -28,11 +28,13 @@ from sim.api.schemas import (
     ProjectsResponse,
     ProjectUpdateRequest,
 )
+from sim.engine.model import Branch, Project
 from sim.rules.errors import not_found
 
 router = APIRouter(prefix="/api/v2", responses=ERRORS)
 MAX_PROJECTS_PAGE = 400  # as the real API's list of projects
 DEFAULT_PROJECTS_PAGE = 10
+END_OF_LIST = "end"  # the cursor of an empty first page: sent back, it gives an empty page
 
 
 def _default_endpoint(spec: ProjectCreate) -> dict[str, Any]:
@@ -45,6 +47,17 @@ def _default_endpoint(spec: ProjectCreate) -> dict[str, Any]:
     if settings:
         values["settings"] = settings
     return values
+
+
+def keep_documented(thing: Project | Branch, fields: dict[str, Any]) -> None:
+    """Keep documented fields the simulator does not model, to answer them back.
+
+    Objects (a project's `settings`) are merged key by key, as a PATCH does."""
+    for name, value in fields.items():
+        old = thing.documented.get(name)
+        if isinstance(old, dict) and isinstance(value, dict):
+            value = {**old, **value}
+        thing.documented[name] = value
 
 
 # ---- projects --------------------------------------------------------------------------------
@@ -64,6 +77,12 @@ def create_project(body: ProjectCreateRequest, server: Server, key: Key):
     with server.world() as cp:
         made = cp.create_project(name, owner_id=owner_id, org_id=org_id,
                                  default_endpoint=_default_endpoint(spec), **args)
+        keep_documented(made.project, spec.documented)
+        if spec.default_endpoint_settings is not None:  # applied to the compute above, and kept
+            keep_documented(made.project, {"default_endpoint_settings":
+                                           given(spec.default_endpoint_settings)})
+        if spec.branch is not None:
+            keep_documented(made.branch, spec.branch.documented)
         primary = made.computes[0] if made.computes else None
         return {
             "project": ser.project(cp, made.project),
@@ -85,14 +104,19 @@ def list_projects(
     """The projects the key reaches, oldest first, a page at a time."""
     with server.world() as cp:
         reached = [p for p in cp.list_projects() if key.reaches(p)]
-        if cursor:
+        if cursor == END_OF_LIST:
+            reached = []
+        elif cursor:
             ids = [p.id for p in reached]
             if cursor not in ids:
                 raise not_found("project", cursor, "cursor")
             reached = reached[ids.index(cursor) + 1:]
         page = reached[:limit]
+        none: dict[str, list[str]] = {p.id: [] for p in page}
+        # the document wants a cursor on every page, the empty ones too
         return {"projects": ser.projects(cp, page),
-                "pagination": {"cursor": page[-1].id if page else cursor}}
+                "pagination": {"cursor": page[-1].id if page else cursor or END_OF_LIST},
+                "applications": none, "integrations": dict(none)}
 
 
 @router.get("/projects/{project_id}", tags=["projects"], response_model=ProjectResponse, **OUT)
@@ -109,6 +133,7 @@ def update_project(project_id: str, body: ProjectUpdateRequest, server: Server, 
     with server.world() as cp:
         key.project(cp, project_id)
         project, ops = cp.update_project(project_id, **changes)
+        keep_documented(project, body.project.documented)
         return {"project": ser.project(cp, project), "operations": ser.operations(cp, ops)}
 
 
@@ -138,9 +163,15 @@ def create_branch(project_id: str, server: Server, key: Key,
     with server.world() as cp:
         key.project(cp, project_id)
         made = cp.create_branch(project_id, spec.get("name"), spec.get("parent_id"), endpoints)
+        keep_documented(made.branch, {**body.documented, **(body.branch.documented
+                                                            if body.branch else {})})
+        primary = next((c for c in made.computes if c.type == "read_write"), None)
         return {"branch": ser.branch(cp, made.branch),
                 "endpoints": ser.endpoints(cp, made.computes),
-                "operations": ser.operations(cp, made.operations)}
+                "operations": ser.operations(cp, made.operations),
+                "roles": ser.roles(cp, made.branch),
+                "databases": ser.databases(cp, made.branch),
+                "connection_uris": ser.connection_uris(cp, cp.projects[project_id], primary)}
 
 
 @router.get("/projects/{project_id}/branches", tags=["branches"],
@@ -148,7 +179,9 @@ def create_branch(project_id: str, server: Server, key: Key,
 def list_branches(project_id: str, server: Server, key: Key):
     with server.world() as cp:
         key.project(cp, project_id)
-        return {"branches": ser.branches(cp, cp.list_branches(project_id), project_id)}
+        items = cp.list_branches(project_id)
+        return {"branches": ser.branches(cp, items, project_id),
+                "annotations": {b.id: ser.annotation(cp, b) for b in items}}
 
 
 @router.get("/projects/{project_id}/branches/{branch_id}", tags=["branches"],
@@ -157,7 +190,8 @@ def get_branch(project_id: str, branch_id: str, server: Server, key: Key):
     with server.world() as cp:
         key.project(cp, project_id)
         branch = cp.get_branch(project_id, branch_id)
-        return {"branch": ser.branches(cp, [branch], project_id)[0]}
+        return {"branch": ser.branches(cp, [branch], project_id)[0],
+                "annotation": ser.annotation(cp, branch)}
 
 
 @router.delete("/projects/{project_id}/branches/{branch_id}", tags=["branches"],

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from sim.engine.clock import to_us
 from sim.engine.model import Branch, Compute, Operation, Project
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
     from sim.engine.control_plane import ControlPlane
 
 IDLE = ComputeState.IDLE.value
+#: documented request fields kept on a branch that its answers carry back as they are
+BRANCH_ECHOED = ("expires_at", "init_source", "parent_lsn", "parent_timestamp")
+#: ... and on a project
+PROJECT_ECHOED = ("default_endpoint_settings",)
 ROLE = "neondb_owner"
 DATABASE = "neondb"
 PLATFORM = "aws"
@@ -168,6 +173,7 @@ def branch(cp: ControlPlane, b: Branch, use: Usage | None = None) -> dict[str, A
         finished = made.finished_at if made is not None else None
         state, pending, changed = "ready", None, finished or b.created_at
     use = use or Usage()
+    kept = b.documented
     return _drop_none({
         "id": b.id,
         "project_id": b.project_id,
@@ -179,7 +185,7 @@ def branch(cp: ControlPlane, b: Branch, use: Usage | None = None) -> dict[str, A
         "creation_source": CREATION_SOURCE,
         "default": b.default,
         "primary": b.default,
-        "protected": False,
+        "protected": kept.get("protected", False),
         "cpu_used_sec": int(use.cu_s),
         "compute_time_seconds": int(use.cu_s),
         "active_time_seconds": int(use.active_s),
@@ -187,7 +193,15 @@ def branch(cp: ControlPlane, b: Branch, use: Usage | None = None) -> dict[str, A
         "data_transfer_bytes": 0,
         "created_at": iso(b.created_at),
         "updated_at": iso(b.updated_at),
+        **{name: kept[name] for name in BRANCH_ECHOED if name in kept},
     })
+
+
+def annotation(cp: ControlPlane, b: Branch) -> dict[str, Any]:
+    """The branch's annotation (`annotation_value` at creation; empty when none was sent)."""
+    return {"object": {"type": "console/branch", "id": b.id},
+            "value": dict(b.documented.get("annotation_value", {})),
+            "created_at": cp.clock.iso(b.created_at), "updated_at": cp.clock.iso(b.updated_at)}
 
 
 def branches(cp: ControlPlane, items: Iterable[Branch], project_id: str) -> list[dict[str, Any]]:
@@ -225,7 +239,7 @@ def project(cp: ControlPlane, p: Project, use: Usage | None = None, *, full: boo
         "proxy_host": _proxy_host(cp, p),
         "branch_logical_size_limit": 0,
         "branch_logical_size_limit_bytes": 0,
-        "store_passwords": True,
+        "store_passwords": p.documented.get("store_passwords", True),
         "active_time": int(use.active_s),
         "cpu_used_sec": int(use.cu_s),
         "creation_source": CREATION_SOURCE,
@@ -235,7 +249,8 @@ def project(cp: ControlPlane, p: Project, use: Usage | None = None, *, full: boo
         "owner_id": p.owner_id,
         "org_id": p.org_id,
         "compute_last_active_at": iso(use.last_active),
-        "settings": {},
+        "settings": dict(p.documented.get("settings", {})),
+        **{name: p.documented[name] for name in PROJECT_ECHOED if name in p.documented},
     })
     if full:
         period_start, period_end = _month_bounds(cp.clock.instant(cp.now))
@@ -263,27 +278,42 @@ def _password(project_id: str) -> str:
     return "npg_" + hashlib.sha256(f"sim-password/{project_id}".encode()).hexdigest()[:16]
 
 
+def owner_names(cp: ControlPlane, project_id: str) -> tuple[str, str]:
+    """(role, database) of a project: `branch.role_name` / `database_name` at its creation,
+    else the defaults; as the real API, the role defaults to `<database>_owner` when only
+    the database is named."""
+    p = cp.projects[project_id]
+    kept = cp.branches[p.default_branch_id].documented if p.default_branch_id else {}
+    database = kept.get("database_name", DATABASE)
+    role = kept.get("role_name", ROLE if "database_name" not in kept else f"{database}_owner")
+    return role, database
+
+
 def connection_uris(cp: ControlPlane, p: Project, c: Compute | None) -> list[dict[str, Any]]:
     if c is None:
         return []
+    role, database = owner_names(cp, p.id)
     password = _password(p.id)
     ident, _, rest = c.host.partition(".")
     pooler_host = f"{ident}-pooler.{rest}"
     return [{
-        "connection_uri": f"postgresql://{ROLE}:{password}@{c.host}/{DATABASE}?sslmode=require",
-        "connection_parameters": {"database": DATABASE, "password": password, "role": ROLE,
+        "connection_uri": (f"postgresql://{quote(role, safe='')}:{password}@{c.host}/"
+                           f"{quote(database, safe='')}?sslmode=require"),
+        "connection_parameters": {"database": database, "password": password, "role": role,
                                   "host": c.host, "pooler_host": pooler_host},
     }]
 
 
 def roles(cp: ControlPlane, b: Branch) -> list[dict[str, Any]]:
     at = cp.clock.iso(b.created_at)
-    return [{"branch_id": b.id, "name": ROLE, "protected": False, "created_at": at,
+    role = owner_names(cp, b.project_id)[0]
+    return [{"branch_id": b.id, "name": role, "protected": False, "created_at": at,
              "updated_at": at}]
 
 
 def databases(cp: ControlPlane, b: Branch) -> list[dict[str, Any]]:
     at = cp.clock.iso(b.created_at)
     ident = int(hashlib.sha256(b.id.encode()).hexdigest()[:8], 16)
-    return [{"id": ident, "branch_id": b.id, "name": DATABASE, "owner_name": ROLE,
+    role, database = owner_names(cp, b.project_id)
+    return [{"id": ident, "branch_id": b.id, "name": database, "owner_name": role,
              "created_at": at, "updated_at": at}]

@@ -35,7 +35,7 @@ from sim.rules.states import OperationStatus
 MAX_LIST_LIMIT = 1000
 MAX_SIMULATED_S = 100 * 365 * 86_400.0  # far beyond any scenario; keeps the clock finite
 NAME_MAX = 256
-PG_VERSIONS = (14, 15, 16, 17)  # Postgres major versions a project may run
+PG_VERSIONS = (14, 15, 16, 17, 18)  # Postgres major versions a project may run
 
 
 @dataclass

@@ -135,6 +135,8 @@ class Branch:
     idle_since: float | None = None  # no compute of the branch on since then
     deleted_at: float | None = None
     computes: list[str] = field(default_factory=list)  # ids, creation order
+    # request fields of the real API the simulator keeps but does not model (answered back)
+    documented: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True, eq=False)
@@ -157,3 +159,5 @@ class Project:
     branches: list[str] = field(default_factory=list)  # ids, creation order
     operations: list[Operation] = field(default_factory=list)  # by created_us ascending
     last_op_us: int = -1
+    # request fields of the real API the simulator keeps but does not model (answered back)
+    documented: dict[str, Any] = field(default_factory=dict)
