@@ -124,10 +124,14 @@ def days(seconds: float) -> str:
 
 
 def roads_line(roads: dict[str, int]) -> str:
-    """How many computes each road computed: "16 computes: 4 by the fleet path, 12 by ..."."""
-    bulk = roads.get("fleet path", 0)
-    engine = {road.removeprefix("engine: "): n for road, n in roads.items() if road != "fleet path"}
-    line = f"{bulk + sum(engine.values())} computes: {bulk} by the fleet path"
+    """How many computes each road computed, e.g. "16 computes: 14 by the fleet path,
+    2 by the fleet path after their scripted calls, 0 by the SimPy engine"."""
+    kernel = {road: n for road, n in roads.items() if not road.startswith("engine: ")}
+    engine = {road.removeprefix("engine: "): n for road, n in roads.items()
+              if road.startswith("engine: ")}
+    parts = [f"{n} by the {road.replace('its scripted', 'their scripted')}"
+             for road, n in kernel.items()]
+    line = f"{sum(roads.values())} computes: " + ", ".join(parts or ["0 by the fleet path"])
     if engine:
         why = ", ".join(f"{n} {reason}" for reason, n in engine.items())
         line += f", {sum(engine.values())} by the SimPy engine ({why})"
