@@ -45,9 +45,9 @@ _EXPORTS: dict[str, str] = {
     "write_sweep": "sim.sweep",
     "replication_seed": "sim.sweep",
     # closed forms to draw beside simulated points
-    "erlang_b": "sim.testing.theory",
-    "erlang_c": "sim.testing.theory",
-    "p_suspended": "sim.testing.theory",
+    "erlang_b": "sim.theory",
+    "erlang_c": "sim.theory",
+    "p_suspended": "sim.theory",
     "max_connections_fixed": "sim.rules.connections",
     "default_pool_size": "sim.rules.connections",
 }
