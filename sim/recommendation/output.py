@@ -201,6 +201,7 @@ def draw_pareto(rec: Recommendation, path: Path) -> Path:
         if limit is not None:
             ax.axvline(limit, color="#c0392b", ls="--", lw=1, label="target")
         ax.set_xscale("symlog", linthresh=1.0)
+        ax.set_xlim(left=0.0)
         ax.set_xlabel("cold starts per 1,000 sessions")
         ax.set_ylabel("cost")
         ax.set_title(f"{name}: {verdict(o)}", fontsize=10)
