@@ -144,6 +144,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     """The cheapest settings per template that meet the --slo targets, confirmed by simulation."""
     from sim.recommendation import RecommendError, recommend, write_recommendation
     from sim.recommendation.output import tables_text
+    from sim.recommendation.targets import as_targets
     from sim.scenario.loader import ScenarioError
     from sim.scenario.runner import ScenarioRunError
 
@@ -151,8 +152,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         return _fail("--workers must be >= 0 (0: run in this process)")
     started = time.perf_counter()
     try:
+        targets = as_targets(args.slo)  # refused before the progress bar shows
         with _batch_progress(args.quiet, "recommend") as update:
-            rec = recommend(args.file, args.slo, args.space or (),
+            rec = recommend(args.file, targets, args.space or (),
                             replications=args.replications, workers=args.workers,
                             scheduler=args.scheduler, progress=update)
     except (ScenarioError, RecommendError) as err:

@@ -77,14 +77,14 @@ class Target:
 
 def _number(name: str, text: str, unit: str) -> float:
     raw = text.strip()
+    if unit == "number" and raw.endswith("%"):
+        raise RecommendError(f"--slo {name}={text}: a count per 1,000 sessions, not a "
+                             f"percentage (write cold_start_share={text})")
     try:
         if unit == "seconds":
             value = float(parse_duration(raw))
         elif raw.endswith("%"):
             value = float(raw[:-1]) / 100.0
-            if unit == "number":
-                raise RecommendError(f"--slo {name}={text}: a count per 1,000 sessions, not a "
-                                     f"percentage (write cold_start_share={text})")
         else:
             value = float(raw)
     except (ValueError, TypeError):
