@@ -73,13 +73,13 @@ def recommendation_data(rec: Recommendation) -> dict[str, Any]:
         "replications": rec.replications,
         "runs": rec.runs,
         "rounds": rec.rounds,
-        "targets": [{"metric": t.metric, "limit": t.limit, "label": t.label}
-                    for t in rec.targets],
+        "targets": [{"metric": t.metric, "limit": t.limit, "label": t.label,
+                     "template": t.template} for t in rec.targets],
         "met": rec.met,
         "cost_now": rec.cost_now,
         "cost_after": rec.cost_after,
         "saving": rec.cost_now - rec.cost_after,
-        "templates": {n: template_data(o, rec.targets) for n, o in rec.templates.items()},
+        "templates": {n: template_data(o, o.targets) for n, o in rec.templates.items()},
     }
 
 
@@ -147,11 +147,11 @@ def tables_text(rec: Recommendation, width: int = 150) -> str:
                       pad_edge=False, title_justify="left")
         for heading in ("", "now", "recommended" if o.recommended else "closest", "target"):
             table.add_column(heading)
-        for row in table_rows(o, rec.targets):
+        for row in table_rows(o, o.targets):
             table.add_row(*row)
         console.print(table)
         if o.failure is not None:
-            console.print(f"  {failure_text(o, rec.targets)}")
+            console.print(f"  {failure_text(o, o.targets)}")
     saving = rec.cost_now - rec.cost_after
     share = saving / rec.cost_now if rec.cost_now else 0.0
     console.print(f"cost now {format_value(rec.cost_now, 'money')}, after "
@@ -180,7 +180,7 @@ def draw_pareto(rec: Recommendation, path: Path) -> Path:
     fig, axes = plt.subplots(1, n, figsize=(5.2 * n, 4.4), squeeze=False)
     for ax, (name, o) in zip(axes[0], rec.templates.items(), strict=True):
         for c in o.candidates:
-            ok = not c.misses(rec.targets)
+            ok = not c.misses(o.targets)
             color = "#1f6fb4" if ok else "#b8bcc4"
             x = _x(c)
             if c.simulated:
@@ -197,7 +197,7 @@ def draw_pareto(rec: Recommendation, path: Path) -> Path:
         for c, text, color, marker in marks:
             ax.plot([_x(c)], [c.cost], marker, color=color, ms=14 if marker == "*" else 10,
                     mfc="none" if marker == "s" else color, mew=2, zorder=4, label=text)
-        limit = next((t.limit for t in rec.targets if t.metric == "cold_starts_per_1000"), None)
+        limit = next((t.limit for t in o.targets if t.metric == "cold_starts_per_1000"), None)
         if limit is not None:
             ax.axvline(limit, color="#c0392b", ls="--", lw=1, label="target")
         ax.set_xscale("symlog", linthresh=1.0)
@@ -240,9 +240,9 @@ def recommendation_html(rec: Recommendation, chart: Path | None) -> str:
     for name, o in rec.templates.items():
         parts.append(f"<h3>{e(name)} ({o.count} projects): {e(verdict(o))}</h3>")
         head = "recommended" if o.recommended else "closest"
-        parts.append(_table(["", "now", head, "target"], table_rows(o, rec.targets), "kv wide"))
+        parts.append(_table(["", "now", head, "target"], table_rows(o, o.targets), "kv wide"))
         if o.failure is not None:
-            parts.append(f'<p class="muted">{e(failure_text(o, rec.targets))}</p>')
+            parts.append(f'<p class="muted">{e(failure_text(o, o.targets))}</p>')
     if chart is not None and chart.exists():
         data = base64.b64encode(chart.read_bytes()).decode("ascii")
         parts.append(f'<figure><figcaption><h3>Cost against cold starts</h3><p>Every choice '

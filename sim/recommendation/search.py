@@ -43,7 +43,7 @@ from sim.recommendation.space import (
     parse_space,
     space_of,
 )
-from sim.recommendation.targets import RecommendError, Target, as_targets
+from sim.recommendation.targets import RecommendError, Target, as_targets, targets_for
 from sim.recommendation.theory import Prediction, TemplateModel
 from sim.scenario.loader import ScenarioError, parse_scenario
 from sim.sweep import CONFIDENCE, mean_ci, replication_seed
@@ -110,6 +110,7 @@ class Candidate:
 class TemplateOutcome:
     name: str
     count: int
+    targets: list[Target]  # what this template must meet
     current: Candidate
     candidates: list[Candidate]
     recommended: Candidate | None = None
@@ -184,9 +185,14 @@ def recommend(
     names = [t.name for t in scenario.projects]
     overrides = [o if isinstance(o, SpaceOverride) else parse_space(str(o), names) for o in space]
     spaces = space_of(scenario, overrides)
-    outcomes = {t.name: _outcome(t, scenario, spaces[t.name], targets) for t in scenario.projects}
+    unknown = sorted({t.template for t in targets if t.template and t.template not in names})
+    if unknown:
+        raise RecommendError(f"--slo: no template named {unknown[0]!r} "
+                             f"(templates: {', '.join(names)})")
+    outcomes = {t.name: _outcome(t, scenario, spaces[t.name], targets_for(targets, t.name))
+                for t in scenario.projects}
     _check_candidates(src, outcomes)
-    queue = {name: _queue(o, targets) for name, o in outcomes.items()}
+    queue = {name: _queue(o, o.targets) for name, o in outcomes.items()}
     queue_target = any(t.metric == "queue_wait_p99_s" for t in targets)
     base_doc = recording(src.document, queue_target)
     keep = bool(scenario.actions or scenario.keys)  # scripted calls may name any template
@@ -225,10 +231,10 @@ def recommend(
             runs += len(calls)
             rounds += 1
             for n in undecided:
-                _judge(outcomes[n], queue[n], targets, final=rounds >= max_rounds)
+                _judge(outcomes[n], queue[n], outcomes[n].targets, final=rounds >= max_rounds)
     for o in outcomes.values():
         if o.recommended is None and o.failure is None:
-            _fail(o, targets, f"no choice was confirmed within {max_rounds} rounds")
+            _fail(o, o.targets, f"no choice was confirmed within {max_rounds} rounds")
     name = str(src.document.get("name", "scenario"))
     return Recommendation(name, targets, replications, outcomes, dict(src.document),
                           src.base_dir, runs, rounds)
@@ -243,7 +249,7 @@ def _outcome(template: Any, scenario: Any, choices: list[Choice], targets: list[
         cands.append(Candidate(template.name, choice, prediction, prediction.pruned_by(targets)))
     now = current_choice(template)
     current = next(c for c in cands if c.choice == now)
-    return TemplateOutcome(template.name, template.count, current, cands)
+    return TemplateOutcome(template.name, template.count, targets, current, cands)
 
 
 def _check_candidates(src: Source, outcomes: Mapping[str, TemplateOutcome]) -> None:

@@ -6,6 +6,10 @@
     refused=0.1%                  connections refused (too many connections, or pooler full)
     queue_wait_p99=1s             99th percentile of the wait in the pooler's queue
 
+`TEMPLATE.NAME=LIMIT` bounds one template only and replaces, for it, a
+target of the same name given for all (a hobby tier may accept what a busy
+tier may not).
+
 A target holds for a setting when the upper end of the setting's confidence
 interval is at or below the limit. A figure a setting never produces (no
 cold starts, so no cold-start wait; no pooler, so no queue) meets its target.
@@ -57,6 +61,7 @@ _NAMES: dict[str, tuple[str, str]] = {
 class Target:
     metric: str  # a key of METRICS
     limit: float
+    template: str | None = None  # None: every template
 
     @property
     def label(self) -> str:
@@ -72,7 +77,8 @@ class Target:
     def text(self) -> str:
         from sim.metrics.summary import format_value
 
-        return f"{self.label} <= {format_value(self.limit, self.kind)}"
+        where = f"{self.template}: " if self.template else ""
+        return f"{where}{self.label} <= {format_value(self.limit, self.kind)}"
 
 
 def _number(name: str, text: str, unit: str) -> float:
@@ -99,27 +105,39 @@ def _number(name: str, text: str, unit: str) -> float:
 def parse_target(text: str) -> Target:
     """`NAME=LIMIT` (or `NAME<=LIMIT`) -> Target; raises RecommendError naming the target."""
     name, sep, value = text.replace("<=", "=", 1).partition("=")
-    name = name.strip()
+    template, _, name = name.strip().rpartition(".")
     if not sep or not name or not value.strip():
-        raise RecommendError(f"--slo {text}: write NAME=LIMIT (e.g. cold_starts_per_1000=5)")
+        raise RecommendError(f"--slo {text}: write [TEMPLATE.]NAME=LIMIT "
+                             f"(e.g. cold_starts_per_1000=5)")
     if name not in _NAMES:
         known = ", ".join(sorted(_NAMES))
         raise RecommendError(f"--slo {text}: unknown target {name!r} (one of {known})")
     metric, unit = _NAMES[name]
-    return Target(metric, _number(name, value, unit))
+    return Target(metric, _number(name, value, unit), template or None)
 
 
 def as_targets(slo: Sequence[Target | str] | Mapping[str, float | str]) -> list[Target]:
-    """Targets from texts, Target objects or a mapping name -> limit; one per metric."""
+    """Targets from texts, Target objects or a mapping name -> limit; one per metric (and
+    template)."""
     if isinstance(slo, Mapping):
         items = [t for t in (parse_target(f"{k}={v}") for k, v in slo.items())]
     else:
         items = [t if isinstance(t, Target) else parse_target(str(t)) for t in slo]
     if not items:
         raise RecommendError("no service-level target: give at least one --slo NAME=LIMIT")
-    seen: dict[str, Target] = {}
+    seen: dict[tuple[str | None, str], Target] = {}
     for t in items:
-        if t.metric in seen:
-            raise RecommendError(f"--slo: {t.label} is bounded twice")
-        seen[t.metric] = t
-    return [seen[m] for m in METRICS if m in seen]
+        if (t.template, t.metric) in seen:
+            where = f" for {t.template}" if t.template else ""
+            raise RecommendError(f"--slo: {t.label} is bounded twice{where}")
+        seen[(t.template, t.metric)] = t
+    return sorted(seen.values(), key=lambda t: (t.template or "", list(METRICS).index(t.metric)))
+
+
+def targets_for(targets: Sequence[Target], template: str) -> list[Target]:
+    """The targets one template must meet: its own, and the general ones it does not
+    replace, in the order of METRICS."""
+    own = {t.metric: t for t in targets if t.template == template}
+    general = {t.metric: t for t in targets if t.template is None}
+    merged = {**general, **own}
+    return [merged[m] for m in METRICS if m in merged]

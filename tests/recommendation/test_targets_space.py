@@ -128,3 +128,21 @@ def test_theory_prices_the_pool_queue_with_erlang_c() -> None:
     full = parse_scenario(poisson_fleet(7200, 50))
     capped = TemplateModel(full.projects[0], full).predict(Choice(-1, 0.25, 0.25, True))
     assert capped.figures["queue_wait_p99_s"] == 120.0
+
+
+def test_a_template_target_replaces_the_general_one_for_that_template() -> None:
+    from sim.recommendation.targets import targets_for
+
+    targets = as_targets(["cold_starts=20", "wake_p99=3s", "hobby.cold_starts=500"])
+    hobby = targets_for(targets, "hobby")
+    assert [(t.metric, t.limit) for t in hobby] == [("cold_starts_per_1000", 500.0),
+                                                     ("wake_p99_s", 3.0)]
+    assert [t.limit for t in targets_for(targets, "busy")] == [20.0, 3.0]
+    assert hobby[0].text() == "hobby: cold starts / 1,000 sessions <= 500"
+
+
+def test_a_target_for_an_unknown_template_is_refused() -> None:
+    from sim.recommendation import recommend
+
+    with pytest.raises(RecommendError, match="no template named 'shop'"):
+        recommend(poisson_fleet(30, 20), ["shop.cold_starts=5"], workers=0)
