@@ -269,11 +269,39 @@ def _check_candidates(src: Source, outcomes: Mapping[str, TemplateOutcome]) -> N
 
 
 def _queue(outcome: TemplateOutcome, targets: list[Target]) -> list[Candidate]:
-    """Choices to simulate, cheapest predicted first; the least bad one if all are pruned."""
+    """Choices to simulate, cheapest predicted first; the least bad one if all are pruned.
+
+    Choices the theory cannot tell apart (same cost, same figures: a pool that never
+    queues, a maximum size no load reaches) are simulated once, as the one that changes
+    the fewest of today's settings.
+    """
     alive = [c for c in outcome.candidates if not c.pruned]
     if not alive:
         alive = [min(outcome.candidates, key=lambda c: (c.shortfall(targets), c.prediction.cost))]
-    return sorted(alive, key=lambda c: (c.prediction.cost, c.choice))
+    now = outcome.current.choice
+    alive.sort(key=lambda c: (c.prediction.cost, changes(c.choice, now), c.choice))
+    seen: set[tuple] = set()
+    out = []
+    for c in alive:
+        key = _signature(c.prediction)
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def changes(choice: Choice, now: Choice) -> int:
+    """How many of today's settings a choice changes (timeout, size, pooler)."""
+    return (int(choice.timeout_s != now.timeout_s)
+            + int((choice.min_cu, choice.max_cu) != (now.min_cu, now.max_cu))
+            + int(choice.pooler_enabled != now.pooler_enabled))
+
+
+def _signature(p: Prediction) -> tuple:
+    def r(x: float | None) -> float | None:
+        return None if x is None else float(f"{x:.9g}")
+
+    return (r(p.cost), *(r(v) for _, v in sorted(p.figures.items())))
 
 
 def _take(queue: list[Candidate], n: int) -> list[Candidate]:
@@ -295,7 +323,8 @@ def _judge(outcome: TemplateOutcome, queue: list[Candidate], targets: list[Targe
            final: bool) -> None:
     confirmed = [c for c in outcome.candidates if c.confirmed(targets)]
     if confirmed:
-        best = min(confirmed, key=lambda c: (c.cost, c.choice))
+        now = outcome.current.choice
+        best = min(confirmed, key=lambda c: (c.cost, changes(c.choice, now), c.choice))
         cheaper_untried = [c for c in queue if not c.simulated
                            and c.prediction.cost < best.prediction.cost]
         if not cheaper_untried or final:
