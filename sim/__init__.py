@@ -50,6 +50,7 @@ _EXPORTS: dict[str, str] = {
     "Recommendation": "sim.recommendation.search",
     "RecommendError": "sim.recommendation.targets",
     "write_recommendation": "sim.recommendation.output",
+    "recommendation_tables": "sim.recommendation.output",
     # closed forms to draw beside simulated points
     "erlang_b": "sim.theory",
     "erlang_c": "sim.theory",

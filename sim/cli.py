@@ -143,7 +143,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_recommend(args: argparse.Namespace) -> int:
     """The cheapest settings per template that meet the --slo targets, confirmed by simulation."""
     from sim.recommendation import RecommendError, recommend, write_recommendation
-    from sim.recommendation.output import tables_text
+    from sim.recommendation.output import recommendation_tables
     from sim.recommendation.targets import as_targets
     from sim.scenario.loader import ScenarioError
     from sim.scenario.runner import ScenarioRunError
@@ -163,7 +163,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         return _run_failure(args, err)
     out = Path(args.out) if args.out else Path("results") / f"{rec.name}-recommend"
     paths = write_recommendation(rec, out)
-    print(tables_text(rec))
+    print(recommendation_tables(rec))
     print(f"{time.perf_counter() - started:.1f} s; results in {out}/ ({paths['json'].name}, "
           f"{paths['chart'].name}, {paths['report'].name}); recommended scenario: "
           f"{paths['scenario']}")

@@ -134,7 +134,7 @@ def table_rows(o: TemplateOutcome, targets: list[Target]) -> list[list[str]]:
     return rows
 
 
-def tables_text(rec: Recommendation, width: int = 150) -> str:
+def recommendation_tables(rec: Recommendation, width: int = 150) -> str:
     from rich import box
     from rich.console import Console
     from rich.table import Table
