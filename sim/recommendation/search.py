@@ -283,7 +283,7 @@ def _queue(outcome: TemplateOutcome, targets: list[Target]) -> list[Candidate]:
     seen: set[tuple] = set()
     out = []
     for c in alive:
-        key = _signature(c.prediction)
+        key = _signature(c.prediction, targets)
         if key not in seen:
             seen.add(key)
             out.append(c)
@@ -297,11 +297,14 @@ def changes(choice: Choice, now: Choice) -> int:
             + int(choice.pooler_enabled != now.pooler_enabled))
 
 
-def _signature(p: Prediction) -> tuple:
-    def r(x: float | None) -> float | None:
-        return None if x is None else float(f"{x:.9g}")
+def _signature(p: Prediction, targets: list[Target]) -> tuple:
+    """What the targets and the price see of a prediction (no figure and 0 look alike: a
+    pool that never queues meets a queue-wait target as a direct connection does)."""
 
-    return (r(p.cost), *(r(v) for _, v in sorted(p.figures.items())))
+    def r(x: float | None) -> float:
+        return float(f"{x or 0.0:.9g}")
+
+    return (r(p.cost), *(r(p.figures.get(t.metric)) for t in targets))
 
 
 def _take(queue: list[Candidate], n: int) -> list[Candidate]:
