@@ -20,9 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from sim.engine.config import EngineConfig
 from sim.engine.records import Outcome
 from sim.fleet import Source, progress_reporter, run_fleet
 from sim.metrics import frames
+from sim.scenario.durations import parse_duration
 
 MIN_SAMPLE = 200  # pooled connections needed to read a p99 off the records
 QUANTILE = 0.99
@@ -42,7 +44,7 @@ def run_slate(document: dict[str, Any], base_dir: str | None, seed: int,
     source = Source(document, base_dir, str(document.get("name", "<scenario>")))
     result = run_fleet(source, seed=seed, progress=progress_reporter(topic, task))
     computes = frames(result)["computes"]
-    timeout = float(document.get("engine", {}).get("pool_queue_timeout", 120.0) or 120.0)
+    timeout = _queue_timeout(document)
     waits_by_compute = _wake_waits(result)
     pooled_waits = _pooled_waits(result, set(computes.loc[computes["pooler_enabled"],
                                                           "compute_id"]), timeout)
@@ -69,6 +71,11 @@ def run_slate(document: dict[str, Any], base_dir: str | None, seed: int,
                                                      pooled["compute_id"]])),
         }
     return out
+
+
+def _queue_timeout(document: Mapping[str, Any]) -> float:
+    value = (document.get("engine") or {}).get("pool_queue_timeout")
+    return EngineConfig().pool_queue_timeout_s if value is None else parse_duration(value)
 
 
 def _wake_waits(result: Any) -> dict[str, np.ndarray]:
