@@ -587,8 +587,10 @@ for name, t in rec.templates.items():
         print(f"{name}: no setting meets the targets")
         continue
     binds = ", ".join(x.label for x in t.binding) or "none (the cheapest choice of the space)"
+    missed = ", ".join(x.label for x in t.current.misses(t.targets))
+    today = f"today misses {missed}" if missed else "today meets every target"
     print(f"{name}: recommended {t.recommended.choice.label()} "
-          f"(today {t.current.choice.label()}); cost {t.current.cost:,.2f} -> "
+          f"(today {t.current.choice.label()}: {today}); cost {t.current.cost:,.2f} -> "
           f"{t.recommended.cost:,.2f}; binding: {binds}")
 """),
 ])
