@@ -279,7 +279,7 @@ def _queue(outcome: TemplateOutcome, targets: list[Target]) -> list[Candidate]:
     if not alive:
         alive = [min(outcome.candidates, key=lambda c: (c.shortfall(targets), c.prediction.cost))]
     now = outcome.current.choice
-    alive.sort(key=lambda c: (c.prediction.cost, changes(c.choice, now), c.choice))
+    alive.sort(key=lambda c: (_price(c.prediction.cost), changes(c.choice, now), c.choice))
     seen: set[tuple] = set()
     out = []
     for c in alive:
@@ -297,14 +297,16 @@ def changes(choice: Choice, now: Choice) -> int:
             + int(choice.pooler_enabled != now.pooler_enabled))
 
 
+def _price(cost: float) -> float:
+    """A predicted cost to 6 significant digits: a timeout no gap in the load ever reaches
+    costs what never suspending costs, to within float noise."""
+    return float(f"{cost:.6g}")
+
+
 def _signature(p: Prediction, targets: list[Target]) -> tuple:
     """What the targets and the price see of a prediction (no figure and 0 look alike: a
     pool that never queues meets a queue-wait target as a direct connection does)."""
-
-    def r(x: float | None) -> float:
-        return float(f"{x or 0.0:.9g}")
-
-    return (r(p.cost), *(r(p.figures.get(t.metric)) for t in targets))
+    return (_price(p.cost), *(round(p.figures.get(t.metric) or 0.0, 6) for t in targets))
 
 
 def _take(queue: list[Candidate], n: int) -> list[Candidate]:
@@ -329,7 +331,7 @@ def _judge(outcome: TemplateOutcome, queue: list[Candidate], targets: list[Targe
         now = outcome.current.choice
         best = min(confirmed, key=lambda c: (c.cost, changes(c.choice, now), c.choice))
         cheaper_untried = [c for c in queue if not c.simulated
-                           and c.prediction.cost < best.prediction.cost]
+                           and _price(c.prediction.cost) < _price(best.prediction.cost)]
         if not cheaper_untried or final:
             outcome.recommended = best
             outcome.binding = _binding(outcome, best, targets)

@@ -18,7 +18,8 @@ mean cold start w:
   weigh most. An hour whose load reaches the pool never drains: the queue
   wait is then the pooler's queue timeout;
 - the cold-start wait p99 is the p99 of the engine's cold-start law, and no
-  wait at all when the compute never suspends (pruned at 5 % over its limit
+  wait at all when the template is expected to meet less than one cold start
+  in the whole run (pruned at 5 % over its limit
   once hundreds of cold starts are expected: a sample p99 of that many draws
   of a known law lies close to the law's);
 - an autoscaling compute runs at its mean CU goal, clipped to its range.
@@ -188,7 +189,8 @@ class TemplateModel:
         total = max(sessions, 1e-300)
         figures: dict[str, float | None] = {
             "cold_starts_per_1000": 1000.0 * cold / total if sessions else None,
-            "wake_p99_s": quantile(cold_start, QUANTILE) if cold > 0 else None,
+            # fewer than one cold start expected in the whole run: no wait to speak of
+            "wake_p99_s": quantile(cold_start, QUANTILE) if self.count * cold >= 0.5 else None,
             "refused_share": refused / total if sessions else None,
             "queue_wait_p99_s": (self.config.pool_queue_timeout_s if queue_capped else
                                  _queue_p99(queue_tail, total) if choice.pooler_enabled
