@@ -110,6 +110,15 @@ def failure_text(o: TemplateOutcome, targets: list[Target]) -> str:
             if parts else f"{o.failure}; closest: {c.choice.label()}")
 
 
+def saving_text(rec: Recommendation) -> str:
+    """`saving 6,296.07 (71.4 %)`, or what meeting the targets costs on top of today."""
+    saving = rec.cost_now - rec.cost_after
+    share = abs(saving) / rec.cost_now if rec.cost_now else 0.0
+    word = "saving" if saving >= 0 else "meeting the targets costs"
+    more = "" if saving >= 0 else " more"
+    return f"{word} {format_value(abs(saving), 'money')}{more} ({format_value(share, 'pct')})"
+
+
 def verdict(o: TemplateOutcome) -> str:
     if o.recommended is None:
         return "no setting meets the targets"
@@ -152,11 +161,8 @@ def recommendation_tables(rec: Recommendation, width: int = 150) -> str:
         console.print(table)
         if o.failure is not None:
             console.print(f"  {failure_text(o, o.targets)}")
-    saving = rec.cost_now - rec.cost_after
-    share = saving / rec.cost_now if rec.cost_now else 0.0
     console.print(f"cost now {format_value(rec.cost_now, 'money')}, after "
-                  f"{format_value(rec.cost_after, 'money')}: saving "
-                  f"{format_value(saving, 'money')} ({format_value(share, 'pct')}); "
+                  f"{format_value(rec.cost_after, 'money')}: {saving_text(rec)}; "
                   f"{rec.runs} runs in {rec.rounds} rounds, {rec.replications} replications "
                   f"each, {int(CONFIDENCE * 100)} % intervals")
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()).strip("\n") + "\n"
@@ -230,13 +236,11 @@ def recommendation_html(rec: Recommendation, chart: Path | None) -> str:
 
     e = html.escape
     targets = ", ".join(e(t.text()) for t in rec.targets)
-    saving = rec.cost_now - rec.cost_after
     parts = ['<h2 id="recommendation">Recommendation</h2>',
              f"<p>Targets: {targets}. A setting stands when the upper end of its "
              f"{int(CONFIDENCE * 100)} % interval over {rec.replications} replications meets "
              f"every target. Cost now {e(format_value(rec.cost_now, 'money'))}, after "
-             f"{e(format_value(rec.cost_after, 'money'))} (saving "
-             f"{e(format_value(saving, 'money'))}).</p>"]
+             f"{e(format_value(rec.cost_after, 'money'))}: {e(saving_text(rec))}.</p>"]
     for name, o in rec.templates.items():
         parts.append(f"<h3>{e(name)} ({o.count} projects): {e(verdict(o))}</h3>")
         head = "recommended" if o.recommended else "closest"
