@@ -7,6 +7,7 @@
     totals = sim.summary(tables, result)
     print(sim.summary_table(totals))
     swept = sim.run_sweep(path, {"computes.suspend_timeout_seconds": [60, 300, -1]}, replications=5)
+    rec = sim.recommend(path, ["cold_starts_per_1000=20", "refused=0.1%"])   # cheapest settings
 
 Names are imported on first use, so `import sim` stays cheap for the command
 line (`sim limits` never loads pandas, `sim validate` never loads dask).
@@ -44,10 +45,16 @@ _EXPORTS: dict[str, str] = {
     "SweepError": "sim.sweep",
     "write_sweep": "sim.sweep",
     "replication_seed": "sim.sweep",
+    # recommendations
+    "recommend": "sim.recommendation.search",
+    "Recommendation": "sim.recommendation.search",
+    "RecommendError": "sim.recommendation.targets",
+    "write_recommendation": "sim.recommendation.output",
+    "recommendation_tables": "sim.recommendation.output",
     # closed forms to draw beside simulated points
-    "erlang_b": "sim.testing.theory",
-    "erlang_c": "sim.testing.theory",
-    "p_suspended": "sim.testing.theory",
+    "erlang_b": "sim.theory",
+    "erlang_c": "sim.theory",
+    "p_suspended": "sim.theory",
     "max_connections_fixed": "sim.rules.connections",
     "default_pool_size": "sim.rules.connections",
 }

@@ -186,6 +186,36 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_recommend(args: argparse.Namespace) -> int:
+    """The cheapest settings per template that meet the --slo targets, confirmed by simulation."""
+    from sim.recommendation import RecommendError, recommend, write_recommendation
+    from sim.recommendation.output import recommendation_tables
+    from sim.recommendation.targets import as_targets
+    from sim.scenario.loader import ScenarioError
+    from sim.scenario.runner import ScenarioRunError
+
+    if args.workers is not None and args.workers < 0:
+        return _fail("--workers must be >= 0 (0: run in this process)")
+    started = time.perf_counter()
+    try:
+        targets = as_targets(args.slo)  # refused before the progress bar shows
+        with _batch_progress(args.quiet, "recommend") as update:
+            rec = recommend(args.file, targets, args.space or (),
+                            replications=args.replications, workers=args.workers,
+                            scheduler=args.scheduler, progress=update)
+    except (ScenarioError, RecommendError) as err:
+        return _fail(str(err))
+    except (ScenarioRunError, OSError, TimeoutError) as err:
+        return _run_failure(args, err)
+    out = Path(args.out) if args.out else Path("results") / f"{rec.name}-recommend"
+    paths = write_recommendation(rec, out)
+    print(recommendation_tables(rec))
+    print(f"{time.perf_counter() - started:.1f} s; results in {out}/ ({paths['json'].name}, "
+          f"{paths['chart'].name}, {paths['report'].name}); recommended scenario: "
+          f"{paths['scenario']}")
+    return 0 if rec.met else 1
+
+
 def cmd_limits(args: argparse.Namespace) -> int:
     """Print the size table: CU, vCPU, RAM, max_connections, Local File Cache, temp disk."""
     from sim.rules.connections import max_connections_fixed
@@ -396,6 +426,8 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "validate": (cmd_validate, "check a scenario file without running it"),
     "plot": (cmd_plot, "redraw a run's charts and report.html from its saved results"),
     "sweep": (cmd_sweep, "run a grid of scenario overrides with several seeds on dask"),
+    "recommend": (cmd_recommend, "find the cheapest settings per template that meet service-level "
+                                 "targets (theory, then simulation with confidence intervals)"),
     "limits": (cmd_limits, "print the size table (CU, vCPU, RAM, max_connections, ...)"),
     "serve": (cmd_serve, "serve the management API over simulated time (console at /)"),
 }
@@ -439,6 +471,27 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                        help="send the runs to this dask cluster instead")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar")
+    rec = sub.add_parser(
+        "recommend", help=COMMANDS["recommend"][1], description=COMMANDS["recommend"][1],
+        epilog="targets: cold_starts_per_1000=N, cold_start_share=P%, wake_p99=S, refused=P%, "
+               "queue_wait_p99=S. space: [TEMPLATE.]KEY=V1,V2 with KEY suspend_timeout_seconds "
+               "(never = -1), cu, autoscaling (MIN-MAX), pooler_enabled. Exit status 1 when "
+               "some template has no setting that meets every target.")
+    rec.add_argument("file", help="scenario YAML file (its settings are the ones run today)")
+    rec.add_argument("--slo", action="append", required=True, metavar="NAME=LIMIT",
+                     help="a service-level target (an upper bound); repeat for several")
+    rec.add_argument("--space", action="append", metavar="[TEMPLATE.]KEY=V1,V2,...",
+                     help="the values one setting may take (default: timeouts 60 s to never, "
+                          "sizes the plan allows around today's, pooler off and on)")
+    rec.add_argument("--replications", type=int, default=5, metavar="R",
+                     help="runs per candidate setting, for 95%% intervals (default 5)")
+    rec.add_argument("--out", help="output directory (default: results/<name>-recommend)")
+    rec.add_argument("--workers", type=int, metavar="N",
+                     help="worker processes of the embedded dask cluster (default: one per "
+                          "CPU; 0: run in this process)")
+    rec.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                     help="send the runs to this dask cluster instead")
+    rec.add_argument("--quiet", action="store_true", help="no progress bar")
     val = sub.add_parser("validate", help=COMMANDS["validate"][1],
                          description=COMMANDS["validate"][1])
     val.add_argument("file", help="scenario YAML file")

@@ -52,7 +52,7 @@ from sim.fleet import (
 from sim.metrics import frames, summary
 from sim.scenario.loader import ScenarioError, parse_scenario
 from sim.scenario.schema import Scenario
-from sim.testing.theory import t_quantile_two_sided
+from sim.theory import t_quantile_two_sided
 
 #: the summary's figures kept per run, and their dtype in runs.parquet
 KEY_FIGURES: dict[str, str] = {
