@@ -243,6 +243,20 @@ def _submit(f, i, action, lane, op_action, op_created, op_status, op_failures, o
         _try_start(f, i, lane, op_action, op_status, op_updated, rng, dk, da, db)
 
 
+@njit(cache=True, inline="always")
+def _wake(f, i, cause, sp_start, lane, op_action, op_created, op_status, op_failures,
+          op_updated, op_finished, op_sched, rng, dk, da, db):
+    """Lifecycle.wake: heading for active, a start_compute submitted."""
+    i[PENDING] = ACTIVE
+    f[WAKE_AT] = f[NOW]
+    i[WAKE_CAUSE] = cause
+    if i[ON] == 0:  # the project's storage counts it as on from here
+        sp_start[i[N_SPAN]] = f[NOW]
+        i[ON] = 1
+    _submit(f, i, START, lane, op_action, op_created, op_status, op_failures, op_updated,
+            op_finished, op_sched, rng, dk, da, db)
+
+
 @njit(cache=True)
 def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, server0, client0,
             temp0, load0):
@@ -414,15 +428,9 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
                 if i[CUR] != ACTIVE or i[PENDING] != NONE:
                     waiting.append(s)
                     if i[CUR] == IDLE and i[PENDING] == NONE:
-                        # Lifecycle.wake(cause="connection")
-                        i[PENDING] = ACTIVE
-                        f[WAKE_AT] = now
-                        i[WAKE_CAUSE] = BY_CONNECTION
-                        if i[ON] == 0:
-                            sp_start[i[N_SPAN]] = now
-                            i[ON] = 1
-                        _submit(f, i, START, lane, op_action, op_created, op_status,
-                                op_failures, op_updated, op_finished, op_sched, rng, dk, da, db)
+                        _wake(f, i, BY_CONNECTION, sp_start, lane, op_action, op_created,
+                              op_status, op_failures, op_updated, op_finished, op_sched,
+                              rng, dk, da, db)
                     continue
                 _admit(f, i, p, valid, s, a, a, dur[s], cpu[s], mem[s], tmp[s], False,
                        open_ends, server_ends, client_ends, temp, load,
@@ -512,11 +520,10 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
                 i[SUSPENDS] += 1
                 _note_state(f, i, iv_state, iv_cu, iv_start, iv_end)
                 if len(waiting) > 0 and i[LANE_TAIL] == i[LANE_HEAD]:
-                    i[PENDING] = ACTIVE  # clients arrived while it was suspending
-                    f[WAKE_AT] = now
-                    i[WAKE_CAUSE] = BY_CONNECTION
-                    _submit(f, i, START, lane, op_action, op_created, op_status, op_failures,
-                            op_updated, op_finished, op_sched, rng, dk, da, db)
+                    # clients arrived while it was suspending: it stays on for them
+                    _wake(f, i, BY_CONNECTION, sp_start, lane, op_action, op_created,
+                          op_status, op_failures, op_updated, op_finished, op_sched,
+                          rng, dk, da, db)
                 elif i[PENDING] != ACTIVE:
                     sp_end[i[N_SPAN]] = now  # went quiet: the project's idle clock starts
                     i[N_SPAN] += 1
@@ -528,14 +535,8 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
             f[TICK_SCHED] = now
             f[TICK_T] = now + every
             if i[CUR] == IDLE and i[PENDING] == NONE:
-                i[PENDING] = ACTIVE
-                f[WAKE_AT] = now
-                i[WAKE_CAUSE] = BY_CHECK
-                if i[ON] == 0:
-                    sp_start[i[N_SPAN]] = now
-                    i[ON] = 1
-                _submit(f, i, START, lane, op_action, op_created, op_status, op_failures,
-                        op_updated, op_finished, op_sched, rng, dk, da, db)
+                _wake(f, i, BY_CHECK, sp_start, lane, op_action, op_created, op_status,
+                      op_failures, op_updated, op_finished, op_sched, rng, dk, da, db)
             f[QUIET_SINCE] = now  # background activity resets the countdown
             _submit(f, i, CHECK, lane, op_action, op_created, op_status, op_failures,
                     op_updated, op_finished, op_sched, rng, dk, da, db)
