@@ -73,9 +73,6 @@ class Advanced:
     on_starts: np.ndarray  # when the compute was on (creation or wake) ...
     on_ends: np.ndarray  # ... until it was suspended (or the run ended)
 
-    def count(self, name: str) -> int:
-        return int(self.out["i"][name])
-
 
 def _distribution(d: Distribution) -> tuple[int, float, float]:
     if d.is_zero:

@@ -9,6 +9,12 @@ autoscaler must see, or a pending resize. Session ends are kept in heaps and
 expired lazily when the compute is next looked at: an end changes nothing
 until then, except what the timer is already armed for. A session therefore
 costs about one SimPy event.
+
+This is the per-session form of a compute's physics, for computes the SimPy
+engine runs itself: under `sim serve`, and in scenario runs for projects that
+scripted calls still touch. Scenario runs otherwise advance computes with the
+compiled kernel of `sim.engine.physics`, which makes the same decisions in the
+same order; the two are held equal by tests on random workloads.
 """
 
 from __future__ import annotations
