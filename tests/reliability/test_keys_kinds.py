@@ -332,9 +332,17 @@ def _boom(*_a: Any, **_k: Any) -> None:
     raise RuntimeError("unexpected")
 
 
-def test_keys_never_reach_uvicorns_debug_log(caplog: pytest.LogCaptureFixture) -> None:
+def test_keys_never_reach_uvicorns_debug_log(caplog: pytest.LogCaptureFixture,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     import httpx
     import uvicorn
+
+    # an earlier server in this process may have configured uvicorn's loggers not to
+    # propagate (its default logging config): capture them here whatever came before
+    for name in ("uvicorn", "uvicorn.access", "uvicorn.error"):
+        logger = logging.getLogger(name)
+        monkeypatch.setattr(logger, "propagate", True)
+        monkeypatch.setattr(logger, "disabled", False)
 
     from tests.api.conftest import _free_port
 
