@@ -123,6 +123,32 @@ class Compute:
 
 
 @dataclass(slots=True, eq=False)
+class Role:
+    """A Postgres role of a branch. The password is drawn when first needed."""
+
+    branch_id: str
+    name: str
+    created_at: float
+    updated_at: float
+    password: str | None = None
+    generation: int = 0  # password resets so far: names the stream of the next one
+    protected: bool = False
+
+    def __repr__(self) -> str:  # never show the password
+        return f"Role({self.branch_id!r}, {self.name!r})"
+
+
+@dataclass(slots=True, eq=False)
+class Database:
+    id: int
+    branch_id: str
+    name: str
+    owner_name: str
+    created_at: float
+    updated_at: float
+
+
+@dataclass(slots=True, eq=False)
 class Branch:
     id: str
     project_id: str
@@ -135,6 +161,10 @@ class Branch:
     idle_since: float | None = None  # no compute of the branch on since then
     deleted_at: float | None = None
     computes: list[str] = field(default_factory=list)  # ids, creation order
+    protected: bool = False
+    annotation: dict[str, str] | None = None  # annotation_value of the creation request
+    roles: dict[str, Role] = field(default_factory=dict)  # by name, creation order
+    databases: dict[str, Database] = field(default_factory=dict)  # by name, creation order
 
 
 @dataclass(slots=True, eq=False)
@@ -157,3 +187,4 @@ class Project:
     branches: list[str] = field(default_factory=list)  # ids, creation order
     operations: list[Operation] = field(default_factory=list)  # by created_us ascending
     last_op_us: int = -1
+    last_database_id: int = 0  # database ids count up within a project
