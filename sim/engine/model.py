@@ -124,18 +124,19 @@ class Compute:
 
 @dataclass(slots=True, eq=False)
 class Role:
-    """A Postgres role of a branch. The password is drawn when first needed."""
+    """A Postgres role of a branch.
+
+    Its password is not kept: it is drawn, whenever it is shown, from the seeded
+    stream named `secret` (a copy on a child branch names its parent's stream, a
+    reset names a new one), so showing it changes no state."""
 
     branch_id: str
     name: str
     created_at: float
     updated_at: float
-    password: str | None = None
-    generation: int = 0  # password resets so far: names the stream of the next one
+    secret: str  # name of the random stream the password is drawn from
+    resets: int = 0
     protected: bool = False
-
-    def __repr__(self) -> str:  # never show the password
-        return f"Role({self.branch_id!r}, {self.name!r})"
 
 
 @dataclass(slots=True, eq=False)

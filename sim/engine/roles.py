@@ -9,10 +9,10 @@ a compute changes at once, with no operation. The change is visible at once
 (a console edit takes effect immediately); the operations only say when the
 computes have it.
 
-Passwords are secrets: drawn from a seeded stream named after the role (so
-the order of calls does not matter), shown only where the real API shows them
-(role creation and reset, reveal_password, connection URIs), never in a repr
-or a log.
+Passwords are secrets: drawn from a seeded stream named after the role, the
+branch and the instant (so the order of calls does not matter, and showing one
+changes nothing), shown only where the real API shows them (role creation and
+reset, reveal_password, connection URIs), never in a repr or a log.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from sim.engine.clock import to_us
 from sim.engine.model import Branch, Compute, Database, Operation, Project, Role
 from sim.rules import roles as rules
-from sim.rules.errors import conflict, not_found
+from sim.rules.errors import conflict, invalid, not_found
 from sim.rules.operations import Action
 
 if TYPE_CHECKING:
@@ -33,17 +33,26 @@ class RoleVerbs:
     # -- setting up a branch's roles ------------------------------------------
     def seed_roles(self: ControlPlane, branch: Branch, role_name: str, database_name: str) -> None:
         """A project's default branch: one owner role and one database it owns."""
-        now = self.env.now
-        branch.roles[role_name] = Role(branch.id, role_name, now, now)
+        self._new_role(branch, role_name)
         self._add_database(branch, database_name, role_name)
+
+    def _new_role(self: ControlPlane, branch: Branch, name: str) -> Role:
+        now = self.env.now
+        role = branch.roles[name] = Role(branch.id, name, now, now,
+                                         secret=self._secret_name(branch, name, 0))
+        return role
+
+    def _secret_name(self: ControlPlane, branch: Branch, role_name: str, resets: int) -> str:
+        project = self.projects[branch.project_id]
+        return f"passwords/{project.key}/{branch.id}/{role_name}@{to_us(self.env.now)}#{resets}"
 
     def copy_roles(self: ControlPlane, parent: Branch, child: Branch) -> None:
         """A child branch starts with its parent's roles and databases. A protected
         parent keeps its passwords to itself: the child's roles get new ones."""
         now = self.env.now
         for role in parent.roles.values():
-            password = None if parent.protected else self.password_of(role)
-            child.roles[role.name] = Role(child.id, role.name, now, now, password=password,
+            secret = self._secret_name(child, role.name, 0) if parent.protected else role.secret
+            child.roles[role.name] = Role(child.id, role.name, now, now, secret=secret,
                                           protected=role.protected)
         for db in parent.databases.values():
             self._add_database(child, db.name, db.owner_name)
@@ -57,13 +66,7 @@ class RoleVerbs:
         return db
 
     def password_of(self: ControlPlane, role: Role) -> str:
-        if role.password is None:
-            branch = self.branches[role.branch_id]
-            project = self.projects[branch.project_id]
-            name = (f"passwords/{project.key}/{branch.id}/{role.name}"
-                    f"@{to_us(role.created_at)}#{role.generation}")
-            role.password = rules.new_password(self.streams.fresh(name))
-        return role.password
+        return rules.new_password(self.streams.fresh(role.secret))
 
     # -- applying a change to the branch's computes ---------------------------------
     def _branch_computes(self: ControlPlane, branch: Branch) -> list[Compute]:
@@ -94,8 +97,7 @@ class RoleVerbs:
         if name in branch.roles:
             raise conflict("role.name", f"branch {branch.id} already has a role named {name!r}")
         self._check_branch_unlocked(branch)
-        now = self.env.now
-        role = branch.roles[name] = Role(branch.id, name, now, now)
+        role = self._new_role(branch, name)
         return role, self._apply_config(branch)
 
     def delete_role(self: ControlPlane, project_id: str, branch_id: str, role_name: str
@@ -121,10 +123,9 @@ class RoleVerbs:
         role = self.get_role(project_id, branch_id, role_name)
         branch = self.branches[role.branch_id]
         self._check_branch_unlocked(branch)
-        role.generation += 1
-        role.password = None
+        role.resets += 1
+        role.secret = self._secret_name(branch, role.name, role.resets)
         role.updated_at = self.env.now
-        self.password_of(role)
         return role, self._apply_config(branch)
 
     # -- databases -----------------------------------------------------------------------
@@ -140,7 +141,7 @@ class RoleVerbs:
 
     def _check_owner(self: ControlPlane, branch: Branch, owner: str) -> None:
         if owner not in branch.roles:
-            raise not_found("role", owner, "database.owner_name")
+            raise invalid("database.owner_name", f"branch {branch.id} has no role named {owner!r}")
 
     def create_database(self: ControlPlane, project_id: str, branch_id: str, name: str,
                         owner_name: str) -> tuple[Database, list[Operation]]:
