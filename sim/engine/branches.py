@@ -15,16 +15,22 @@ from sim.rules.errors import conflict, invalid
 if TYPE_CHECKING:
     from sim.engine.control_plane import ControlPlane
 
-NAME_MAX = 256
+NAME_MAX = 256  # project and branch names
 BRANCH_SORT_KEYS = ("updated_at", "created_at", "name")
 SORT_ORDERS = ("desc", "asc")
+
+
+def check_name(field: str, name: Any) -> None:
+    """A project or branch name."""
+    if not isinstance(name, str) or not 1 <= len(name) <= NAME_MAX:
+        raise invalid(field, f"must be a string of 1 to {NAME_MAX} characters")
 
 
 class BranchVerbs:
     def check_branch_name(self: ControlPlane, project_id: str, field: str, name: Any,
                           renaming: Branch | None = None) -> None:
-        if not isinstance(name, str) or not 1 <= len(name) <= NAME_MAX:
-            raise invalid(field, f"must be a string of 1 to {NAME_MAX} characters")
+        """A name of 1 to 256 characters that no other branch of the project has."""
+        check_name(field, name)
         for b in self.get_project(project_id).branches:
             if self.branches[b].name == name and self.branches[b] is not renaming:
                 raise conflict(field, f"project already has a branch named {name!r}")

@@ -17,7 +17,8 @@ import numpy as np
 import simpy
 
 from sim.engine.auth import ManagedAuth
-from sim.engine.branches import BranchVerbs
+from sim.engine.branches import NAME_MAX as NAME_MAX
+from sim.engine.branches import BranchVerbs, check_name
 from sim.engine.clock import DEFAULT_START, Clock, to_us
 from sim.engine.computes import ComputeVerbs, validate_spec
 from sim.engine.config import EngineConfig
@@ -36,7 +37,6 @@ from sim.rules.states import OperationStatus
 
 MAX_LIST_LIMIT = 1000
 MAX_SIMULATED_S = 100 * 365 * 86_400.0  # far beyond any scenario; keeps the clock finite
-NAME_MAX = 256
 PG_VERSIONS = (14, 15, 16, 17)  # Postgres major versions a project may run
 
 
@@ -48,11 +48,6 @@ class Created:
     branch: Branch
     computes: list[Compute] = field(default_factory=list)
     operations: list[Operation] = field(default_factory=list)
-
-
-def _check_name(field_name: str, name: Any) -> None:
-    if not isinstance(name, str) or not 1 <= len(name) <= NAME_MAX:
-        raise invalid(field_name, f"must be a string of 1 to {NAME_MAX} characters")
 
 
 class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
@@ -176,7 +171,7 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
 
         The default branch has an owner role and a database it owns."""
         if name is not None:
-            _check_name("project.name", name)
+            check_name("project.name", name)
         role_rules.check_role_name("project.branch.role_name", role_name)
         role_rules.check_database_name("project.branch.database_name", database_name)
         try:
@@ -217,7 +212,7 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
                        history_retention_seconds: int | None = None) -> tuple[Project, list]:
         project = self.get_project(project_id)
         if name is not None:
-            _check_name("project.name", name)
+            check_name("project.name", name)
         if history_retention_seconds is not None:
             _check_retention(history_retention_seconds)
         ops = []
