@@ -114,6 +114,28 @@ def test_a_neonctl_session(clock: str, npm_clients: NpmClients,
     assert {"create_timeline", "create_branch", "start_compute"} <= {o["action"]
                                                                      for o in operations}
 
+    extra = 0
+    if clock == "manual":  # roles and databases made and dropped by the CLI (once is enough)
+        alice = neonctl("roles", "create", "--project-id", p, "--name", "alice")
+        assert alice["password"] == served.api(
+            "GET", f"projects/{p}/branches/{dev_id}/roles/alice/reveal_password")["password"]
+        served.settle(p)
+        shop = neonctl("databases", "create", "--project-id", p, "--name", "shop",
+                       "--owner-name", "alice")
+        assert shop["owner_name"] == "alice"
+        served.settle(p)
+        mine = neonctl("connection-string", "--project-id", p, "--role-name", "alice",
+                       "--database-name", "shop", output="")
+        assert mine.startswith(f"postgresql://alice:{alice['password']}@") and "/shop?" in mine
+        neonctl("databases", "delete", "shop", "--project-id", p)
+        served.settle(p)
+        neonctl("roles", "delete", "alice", "--project-id", p)
+        served.settle(p)
+        names = [r["name"] for r in served.api("GET", f"projects/{p}/branches/{dev_id}/roles")
+                 ["roles"]]
+        assert names == ["neondb_owner"]
+        extra = 5
+
     # ---- a context: later commands name no project
     neonctl("set-context", "--project-id", p, output="")
     in_context = neonctl("branches", "list")
@@ -124,4 +146,4 @@ def test_a_neonctl_session(clock: str, npm_clients: NpmClients,
     deleted = neonctl("projects", "delete", p)
     assert deleted["id"] == p
     assert served.http.get(f"/api/v2/projects/{p}").status_code == 404
-    assert len(neonctl.commands) == 23  # every command above ran and exited 0
+    assert len(neonctl.commands) == 23 + extra  # every command above ran and exited 0
