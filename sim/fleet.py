@@ -9,11 +9,8 @@ own operation lanes and its own timers), so a shard that holds some of the
 project instances replays exactly what those projects do in a run of the
 whole fleet. What differs is only how rows of different projects interleave
 in the record lists. Every result, sharded or not, is therefore put in one
-canonical order (`canonical_result`): rows grouped by project, projects in
-instance order (template order, then index; projects created later by API
-calls after them, by creation time), and within a project the order in
-which the run recorded them. A single-process run and a merged sharded run
-of the same seed then hold the same rows in the same order.
+canonical order (`sim.scenario.merge`), so a single-process run and a
+merged sharded run of the same seed hold the same rows in the same order.
 
 Tasks receive plain data (the scenario document as a dict, instance keys, a
 seed), never live objects, so they can run on any worker of any cluster
@@ -32,10 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from sim.engine.records import RunResult
 from sim.scenario.loader import _parse_yaml, load_scenario, parse_scenario  # the loader's YAML
+from sim.scenario.merge import canonical_result, instance_order
 from sim.scenario.references import body_references, parse_reference
 from sim.scenario.runner import run_scenario
 from sim.scenario.schema import Scenario
@@ -82,101 +78,6 @@ def read_source(source: str | Path | Mapping[str, Any] | Source,
     document = _parse_yaml(path.read_text(encoding="utf-8"), str(path))
     assert isinstance(document, Mapping)  # load_scenario refused anything else
     return Source(dict(document), str(path.parent if base_dir is None else base_dir), str(path))
-
-
-# ---- canonical order ----------------------------------------------------------------------
-
-
-def project_ranks(result: RunResult, instance_keys: Sequence[str],
-                  order: Mapping[str, int]) -> dict[str, tuple]:
-    """A sort key for every project of `result`.
-
-    `result` ran the instances `instance_keys`; its `projects` names each
-    project's instance key. Projects of no instance were created by scripted
-    API calls; they sort after all instances, by creation time.
-    """
-    mine = set(instance_keys)
-    ranks: dict[str, tuple] = {}
-    for pid, (key, created) in result.projects.items():
-        ranks[pid] = (0, order[key], 0.0, "") if key in mine else (1, 0, created, pid)
-    if sum(rank[0] == 0 for rank in ranks.values()) < len(mine):
-        raise RuntimeError(f"a run of {len(mine)} project instances created only "
-                           f"{len(ranks)} projects")
-    return ranks
-
-
-def _by_project(rows: list, ranks: Mapping[str, tuple], column: int = 1) -> list:
-    """Rows grouped by project in rank order; within a project, their original order."""
-    buckets: dict[str, list] = {}
-    for row in rows:
-        buckets.setdefault(row[column], []).append(row)
-    unknown = set(buckets) - set(ranks)
-    if unknown:
-        raise RuntimeError(f"rows of projects the run never created: {sorted(unknown)[:3]}")
-    out: list = []
-    for pid in sorted(buckets, key=ranks.__getitem__):
-        out += buckets[pid]
-    return out
-
-
-def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
-                     order: Mapping[str, int]) -> RunResult:
-    """One result in canonical row order from shard results (or from one whole run).
-
-    `parts` pairs each result with the instance keys it ran, in the order it
-    ran them; `order` gives every instance key's position in the fleet.
-    """
-    if not parts:
-        raise ValueError("no results to merge")
-    head = parts[0][0]
-    for other, _ in parts[1:]:
-        same = (other.name, other.seed, other.start_iso, other.duration_s,
-                other.price_per_cu_hour, other.assumptions)
-        if same != (head.name, head.seed, head.start_iso, head.duration_s,
-                    head.price_per_cu_hour, head.assumptions):
-            raise ValueError("shard results of different runs cannot be merged")
-    ranks: dict[str, tuple] = {}
-    for result, keys in parts:
-        ranks.update(project_ranks(result, keys, order))
-
-    def merged(table: str) -> list:
-        return _by_project([row for result, _ in parts for row in getattr(result, table)], ranks)
-
-    actions = sorted((a for result, _ in parts for a in result.actions),
-                     key=lambda a: (a.at_s, a.call, a.status, a.code))
-    return RunResult(
-        name=head.name, seed=head.seed, start_iso=head.start_iso, duration_s=head.duration_s,
-        price_per_cu_hour=head.price_per_cu_hour,
-        computes=merged("computes"), operations=merged("operations"),
-        intervals=merged("intervals"), connections=merged("connections"),
-        wakes=merged("wakes"), actions=actions, assumptions=dict(head.assumptions),
-        fleet_seconds=_summed_minutes(parts), wake_waits=_joined_waits(parts),
-        projects={pid: info for pid in sorted(ranks, key=ranks.__getitem__)
-                  for r, _ in parts if (info := r.projects.get(pid)) is not None},
-    )
-
-
-def _summed_minutes(parts: Sequence[tuple[RunResult, Sequence[str]]]
-                    ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per-minute sums of a run that kept no event rows: shards add up (in shard order)."""
-    sums = [r.fleet_seconds for r, _ in parts if r.fleet_seconds is not None]
-    if not sums:
-        return None
-    return (np.sum([on for on, _ in sums], axis=0), np.sum([cu for _, cu in sums], axis=0))
-
-
-def _joined_waits(parts: Sequence[tuple[RunResult, Sequence[str]]]
-                  ) -> dict[str, np.ndarray] | None:
-    if all(r.wake_waits is None for r, _ in parts):
-        return None
-    joined: dict[str, np.ndarray] = {}
-    for r, _ in parts:
-        joined.update(r.wake_waits or {})
-    return {k: joined[k] for k in sorted(joined)}
-
-
-def instance_order(scenario: Scenario) -> dict[str, int]:
-    return {inst.key: i for i, inst in enumerate(scenario.instances())}
 
 
 # ---- shards -------------------------------------------------------------------------------

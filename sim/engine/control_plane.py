@@ -9,6 +9,7 @@ state, projects, branches and operations.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -76,7 +77,8 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         self.computes: dict[str, Compute] = {}
         self.operations: dict[str, Operation] = {}
         self._unnamed_projects = 0
-        self.checked_branches: set[str] = set()  # branches with a check_availability loop
+        #: branches with a check_availability loop -> when it began
+        self.checked_branches: dict[str, float] = {}
         self.auth = ManagedAuth(self)
 
     # -- time ----------------------------------------------------------------
@@ -133,7 +135,7 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
 
     def submit_compute_op(self, c: Compute, action: Action, *, after=(),
                           on_start: Hook | None = None, on_finish: Hook | None = None,
-                          ) -> Operation:
+                          running_while_waiting: bool = False) -> Operation:
         project = self.projects[c.project_id]
         # a compute's operations draw from streams of its own, so its timeline depends
         # only on its own inputs (what lets the fleet path reproduce it exactly)
@@ -147,7 +149,8 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
                 c.runtime.arm()  # the lane is free again: the countdown may resume
 
         return self.executor.submit(op, c.id, f"ops/{c.key}", after=after,
-                                    on_start=on_start, on_finish=finished)
+                                    on_start=on_start, on_finish=finished,
+                                    running_while_waiting=running_while_waiting)
 
     # -- projects ------------------------------------------------------------
     def get_project(self, project_id: str) -> Project:
@@ -199,7 +202,8 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         self.seed_roles(branch, role_name, database_name)
         timeline.branch_id = branch.id
         created = Created(project, branch, operations=[timeline])
-        if not with_compute:
+        if not with_compute:  # nothing keeps it busy: both idle clocks start now
+            self.project_went_quiet(project)
             self.branch_went_quiet(branch)
             return created
         compute, ops = self.build_compute(project, branch, spec,
@@ -238,7 +242,7 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         return project, [op]
 
     def attach_storage(self, project_id: str) -> Operation:
-        """A project's storage moved to another node (README, assumptions)."""
+        """A project's storage moved to another node (docs/model.md, assumptions)."""
         return self.submit_project_op(self.get_project(project_id), Action.TENANT_ATTACH,
                                       self.get_project(project_id).default_branch_id)
 
@@ -360,11 +364,15 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
                 c.runtime.close_interval(self.env.now)
 
     def result(self, name: str, duration_s: float, price_per_cu_hour: float,
-               assumptions: dict[str, str] | None = None) -> RunResult:
+               assumptions: dict[str, str] | None = None,
+               exclude: Collection[str] = ()) -> RunResult:
+        """The run's rows; projects in `exclude` (handed to another run) leave none."""
         self.finish()
-        projects = self.projects
+        projects = {pid: p for pid, p in self.projects.items() if pid not in exclude}
         rows = []
         for c in self.computes.values():
+            if c.project_id in exclude:
+                continue
             s = c.stats
             branch = self.branches[c.branch_id]
             rows.append(ComputeRow(
@@ -383,11 +391,15 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
             for p in projects.values() for o in p.operations
         ]
         rec = self.recorder
+
+        def kept(rows: list) -> list:
+            return [r for r in rows if r.project_id not in exclude] if exclude else list(rows)
+
         result = RunResult(
             name=name, seed=self.seed, start_iso=self.clock.iso(0.0) or "",
             duration_s=duration_s, price_per_cu_hour=price_per_cu_hour, computes=rows,
-            operations=ops, intervals=list(rec.intervals), connections=list(rec.connections),
-            wakes=list(rec.wakes), assumptions=dict(assumptions or {}),
+            operations=ops, intervals=kept(rec.intervals), connections=kept(rec.connections),
+            wakes=kept(rec.wakes), assumptions=dict(assumptions or {}),
         )
         result.projects = {p.id: (p.key, p.created_at) for p in projects.values()}
         if not self.config.record_events:

@@ -28,6 +28,11 @@ def is_on(c: Compute) -> bool:
     return not c.deleted and (c.current_state != IDLE or c.pending_state == ACTIVE)
 
 
+def checked_compute(computes: list[Compute]) -> Compute:
+    """The compute a branch's availability check uses: its read_write one, else the first."""
+    return next((x for x in computes if x.is_read_write), computes[0])
+
+
 class Lifecycle:
     # -- waking --------------------------------------------------------------
     def wake(self: ControlPlane, c: Compute, cause: str) -> list[Operation]:
@@ -56,9 +61,11 @@ class Lifecycle:
         assert rt is not None
         rt.wake_at = self.env.now
         rt.wake_cause = cause
+        # a new compute's start is returned as running, whatever storage work it waits for
         ops.append(self.submit_compute_op(
             c, Action.START_COMPUTE, after=self.executor.pending(lane),
             on_start=lambda _op: self._starting(c), on_finish=lambda _op: self._started(c),
+            running_while_waiting=cause == "create",
         ))
         return ops
 
@@ -131,15 +138,23 @@ class Lifecycle:
     # -- storage lifecycle ---------------------------------------------------
     def went_quiet(self: ControlPlane, c: Compute) -> None:
         """A compute stopped: start the idle clocks of its project and branch."""
-        now = self.env.now
         project = self.projects[c.project_id]
         branch = self.branches[c.branch_id]
         computes = [self.computes[i] for b in project.branches for i in self.branches[b].computes]
         if not any(is_on(x) for x in computes):
-            project.idle_since = now
-            self._after(self.config.detach_after_s, lambda: self._maybe_detach(project, now))
+            self.project_went_quiet(project)
         if not any(is_on(self.computes[i]) for i in branch.computes):
             self.branch_went_quiet(branch)
+
+    def left_branch(self: ControlPlane, branch: Branch, was_on: bool) -> None:
+        """A compute moved off `branch`: if it kept the branch awake, the branch is quiet now."""
+        if was_on and not any(is_on(self.computes[i]) for i in branch.computes):
+            self.branch_went_quiet(branch)
+
+    def project_went_quiet(self: ControlPlane, project: Project) -> None:
+        now = self.env.now
+        project.idle_since = now
+        self._after(self.config.detach_after_s, lambda: self._maybe_detach(project, now))
 
     def branch_went_quiet(self: ControlPlane, branch: Branch) -> None:
         now = self.env.now
@@ -180,7 +195,7 @@ class Lifecycle:
         every = self.config.check_availability_every_s
         if every is None or branch.id in self.checked_branches:
             return  # one loop per branch, whatever computes come and go
-        self.checked_branches.add(branch.id)
+        self.checked_branches[branch.id] = self.env.now
         self.env.process(self._check_availability_loop(branch, every))
 
     def _check_availability_loop(self: ControlPlane, branch: Branch, every: float):
@@ -189,7 +204,9 @@ class Lifecycle:
             computes = [self.computes[i] for i in branch.computes]
             if not computes or self.projects[branch.project_id].deleted_at is not None:
                 continue  # branches without a compute are not checked
-            c = next((x for x in computes if x.is_read_write), computes[0])
+            c = checked_compute(computes)
+            if c.runtime is not None and c.runtime.external:
+                return  # the compute kernel runs this branch's checks (nothing else touches it)
             if c.disabled:
                 continue
             if c.current_state == IDLE and c.pending_state is None:

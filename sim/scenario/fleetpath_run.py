@@ -1,11 +1,13 @@
-"""Which projects of a scenario the fleet path may compute, and running it after the engine.
+"""The fleet path: which projects of a scenario the compute kernel advances, and running it.
 
-A project qualifies when nothing but its computes' own workloads touches it:
-no scripted call names it, operations never fail, no availability checks, and
-each compute's load cannot move the autoscaler or fill its disk. What can only
-be known afterwards (a refused connection, a project quiet long enough to be
-detached) makes `NotReproducible` propagate, and the runner falls back to the
-engine for the whole run.
+A project goes to the fleet path unless a scripted call names it: its computes
+are built and started by the SimPy engine like any other, then left alone
+there, and after the run each compute's whole life is computed by the kernel
+(`sim.engine.physics`), project by project. What can only be known afterwards
+(two events of a compute at one instant, a project quiet long enough to be
+detached) hands that project
+alone back to the SimPy engine: the runner runs the projects handed back in a
+run of their own and merges the two results.
 """
 
 from __future__ import annotations
@@ -14,120 +16,159 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sim.engine.config import EngineConfig
+from sim.engine.clock import to_us
 from sim.engine.control_plane import ControlPlane
-from sim.engine.fleetpath import (
-    INF,
-    Inputs,
-    NotReproducible,
-    Timeline,
-    longest_quiet,
-    timeline,
+from sim.engine.lifecycle import checked_compute
+from sim.engine.model import Compute, Operation
+from sim.engine.physics_run import (
+    Advanced,
+    Sessions,
+    Tie,
+    advance_compute,
+    apply_advanced,
+    op_order,
 )
-from sim.engine.fleetpath_apply import apply_timeline, file_operations
-from sim.engine.model import Compute
-from sim.rules.operations import Action
 from sim.scenario.references import body_references, parse_reference
 from sim.scenario.schema import ComputeSpec, Scenario
 from sim.workload.arrivals import chunks
 
-
-def compute_qualifies(spec: ComputeSpec) -> bool:
-    w = spec.workload
-    if w is None:
-        return True
-    steady = spec.min_cu == spec.max_cu or (w.cpu_per_session == 0 and w.memory_gb_per_session == 0)
-    return steady and w.temp_bytes_per_session is None
+FLEET_PATH = "fleet path"
 
 
-def eligible_projects(scenario: Scenario, config: EngineConfig) -> set[str]:
-    """Instance keys ("shop[3]") whose timelines the fleet path may compute."""
-    if config.operation_failure_rate > 0 or config.check_availability_every_s is not None:
-        return set()
+class HandBack(Exception):
+    """This project needs the SimPy engine (the message says why)."""
+
+
+def engine_reasons(scenario: Scenario) -> dict[str, str]:
+    """Instance key -> why the SimPy engine runs it, for the projects the fleet path cannot."""
     named: set[str] = set()
     for action in scenario.actions:
         named |= {ref.instance_key for ref in action.references()}
         named |= {parse_reference(text).instance_key for _, text in body_references(action.body)}
-    keys = set()
-    for inst in scenario.instances():
-        if inst.key in named:
-            continue
-        if all(compute_qualifies(c) for b in inst.template.branches for c in b.computes):
-            keys.add(inst.key)
-    return keys
+    return {inst.key: "named by a scripted call" for inst in scenario.instances()
+            if inst.key in named}
 
 
-def _arrays(scenario: Scenario, cp: ControlPlane, c: Compute, spec: ComputeSpec
-            ) -> tuple[np.ndarray, np.ndarray]:
+def compute_sessions(scenario: Scenario, cp: ControlPlane, c: Compute, spec: ComputeSpec
+                     ) -> Sessions:
     """The compute's whole workload, drawn exactly as the engine's session feed draws it."""
     process, model = spec.arrival_process(scenario.start), spec.session_model()
     if process is None or model is None:
-        return np.empty(0), np.empty(0)
+        return Sessions.none()
     arrival_rng = cp.streams.fresh(f"arrivals/{c.key}")
     session_rng = cp.streams.fresh(f"sessions/{c.key}")
-    times, lengths = [], []
-    for part in chunks(process, arrival_rng, 0.0, scenario.duration):
-        if len(part):
-            times.append(part)
-            lengths.append(model.sample(session_rng, len(part)).duration_s)
-    if not times:
-        return np.empty(0), np.empty(0)
-    return np.concatenate(times), np.concatenate(lengths)
+    parts = []
+    for times in chunks(process, arrival_rng, 0.0, scenario.duration):
+        if len(times):
+            batch = model.sample(session_rng, len(times))
+            parts.append((times, batch.duration_s, batch.cpu, batch.memory_gb, batch.temp_bytes))
+    if not parts:
+        return Sessions.none()
+    return Sessions(*(np.concatenate([part[j] for part in parts]) for j in range(5)))
 
 
-def _limits(cp: ControlPlane, c: Compute) -> tuple[float, float]:
-    rt = c.runtime
-    assert rt is not None
-    if c.pooler_enabled:
-        return 10_000, rt.pool_size
-    return rt.max_conn, INF
+def longest_quiet(starts: np.ndarray, ends: np.ndarray, until: float) -> float:
+    """The longest stretch between the first start and `until` covered by no span [start, end)."""
+    if len(starts) == 0:
+        return 0.0
+    order = np.argsort(starts, kind="stable")
+    s, reach = starts[order], np.maximum.accumulate(ends[order])
+    gaps = s[1:] - reach[:-1]
+    return float(max(gaps.max(initial=0.0), until - reach[-1]))
 
 
-def on_spans(tl: Timeline, created: float, until: float) -> tuple[np.ndarray, np.ndarray]:
-    """When the compute counts as on for storage: from a wake (or creation) until suspended."""
-    starts = np.array([created] + tl.wake_at, dtype=np.float64)
-    ends = np.full(len(starts), INF)
-    ends[: len(tl.suspended_at)] = tl.suspended_at[: len(starts)]
-    keep = starts < until
-    return starts[keep], np.minimum(ends[keep], until)
-
-
-def _check_storage(cp: ControlPlane, spans: dict[str, list], until: float) -> None:
+def _check_storage(cp: ControlPlane, advanced: list[Advanced], until: float) -> None:
     """A project (or non-default branch) quiet long enough would detach (archive): engine only."""
     cfg = cp.config
-    for key, group in spans.items():
-        after = cfg.archive_after_s if key.startswith("branch:") else cfg.detach_after_s
+    groups: dict[str, list[Advanced]] = {}
+    for adv in advanced:
+        c = adv.compute
+        groups.setdefault("project", []).append(adv)
+        if not cp.branches[c.branch_id].default:
+            groups.setdefault(f"branch:{c.branch_id}", []).append(adv)
+    for key, group in groups.items():
+        after = cfg.detach_after_s if key == "project" else cfg.archive_after_s
         if after is None:
             continue
-        starts = np.concatenate([s for s, _ in group])
-        ends = np.concatenate([e for _, e in group])
+        starts = np.concatenate([adv.on_starts for adv in group])
+        ends = np.concatenate([adv.on_ends for adv in group])
         if longest_quiet(starts, ends, until) >= after:
-            raise NotReproducible(f"{key} would be detached or archived")
+            raise HandBack("the project would be detached or a branch archived")
+
+
+def _checks_of(cp: ControlPlane, c: Compute) -> tuple[float, float] | None:
+    every = cp.config.check_availability_every_s
+    branch = cp.branches[c.branch_id]
+    if every is None or branch.id not in cp.checked_branches:
+        return None
+    if checked_compute([cp.computes[i] for i in branch.computes]) is not c:
+        return None
+    return cp.checked_branches[branch.id], every
+
+
+def _advance_project(cp: ControlPlane, scenario: Scenario,
+                     group: Sequence[tuple[Compute, ComputeSpec]], until: float
+                     ) -> list[Advanced]:
+    advanced = []
+    for c, spec in group:
+        rt = c.runtime
+        assert rt is not None and rt.external
+        if rt.activated_at is None:
+            raise HandBack("not active within the run")
+        try:
+            advanced.append(advance_compute(cp, c, compute_sessions(scenario, cp, c, spec),
+                                            until, _checks_of(cp, c)))
+        except Tie as err:
+            raise HandBack(str(err)) from None
+    _check_storage(cp, advanced, until)
+    return advanced
 
 
 def run_fleet_path(cp: ControlPlane, scenario: Scenario,
-                   placed: Sequence[tuple[Compute, ComputeSpec]], until: float) -> None:
-    """Compute every external compute's timeline and write it into `cp`. Raises NotReproducible."""
-    cfg = cp.config
-    spans: dict[str, list] = {}
-    ops_by_project: dict[str, list] = {}
+                   placed: Sequence[tuple[Compute, ComputeSpec]], until: float
+                   ) -> dict[str, str]:
+    """Advance every external compute to `until` and write it into `cp`, project by project.
+
+    Returns the projects handed back to the engine (project id -> why); nothing of
+    theirs is written."""
+    by_project: dict[str, list[tuple[Compute, ComputeSpec]]] = {}
     for c, spec in placed:
-        rt = c.runtime
-        assert rt is not None and rt.external
-        arrivals, durations = _arrays(scenario, cp, c, spec)
-        if rt.activated_at is None:
-            raise NotReproducible(f"{c.id} was not active within the run")
-        tl = timeline(Inputs(
-            arrivals, durations, rt.activated_at, rt.idle_timeout, until, _limits(cp, c),
-            cfg.cold_start, cfg.duration_of(Action.SUSPEND_COMPUTE),
-            cp.streams.get(f"ops/{c.key}"),
-        ))
-        ops = apply_timeline(cp, c, tl, arrivals, durations, until)
-        ops_by_project.setdefault(c.project_id, []).extend(ops)
-        mine = on_spans(tl, c.created_at, until)
-        spans.setdefault(f"project:{c.project_id}", []).append(mine)
-        if not cp.branches[c.branch_id].default:
-            spans.setdefault(f"branch:{c.branch_id}", []).append(mine)
-    _check_storage(cp, spans, until)
-    for project_id, ops in ops_by_project.items():
-        file_operations(cp, project_id, ops)
+        by_project.setdefault(c.project_id, []).append((c, spec))
+    handed_back: dict[str, str] = {}
+    for project_id, group in by_project.items():
+        try:
+            advanced = _advance_project(cp, scenario, group, until)
+        except HandBack as err:
+            handed_back[project_id] = str(err)
+            continue
+        created = []
+        for adv in advanced:
+            ops = apply_advanced(cp, adv)
+            if not ops:  # events not recorded: no operation was built
+                continue
+            rank = _check_rank(cp, adv.compute)
+            created += [(t, sched, rank, j, op)
+                        for j, ((t, sched), op) in enumerate(zip(op_order(adv), ops, strict=True))]
+        if created:
+            file_operations(cp, project_id, created)
+    return handed_back
+
+
+def _check_rank(cp: ControlPlane, c: Compute) -> int:
+    """Branches' availability checks at one instant run in the order their loops began."""
+    return list(cp.checked_branches).index(c.branch_id) if c.branch_id in cp.checked_branches else 0
+
+
+def file_operations(cp: ControlPlane, project_id: str,
+                    created: list[tuple[float, float, int, int, Operation]]) -> None:
+    """Give a project's operations from the kernel their creation stamps, as the engine does
+    (in the order it creates them; never two in one microsecond: a later one moves by 1 us),
+    and merge them into its list."""
+    project = cp.projects[project_id]
+    last = project.last_op_us
+    for t, _, _, _, op in sorted(created, key=lambda entry: entry[:4]):
+        op.created_us = last = max(to_us(t), last + 1)
+        cp.operations[op.id] = op
+    project.operations = sorted(project.operations + [e[4] for e in created],
+                                key=lambda o: o.created_us)
+    project.last_op_us = last

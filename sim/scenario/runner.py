@@ -7,18 +7,19 @@ rules an API client meets.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sim.engine.control_plane import ControlPlane
 from sim.engine.feed import session_feed
-from sim.engine.fleetpath import NotReproducible
 from sim.engine.model import Compute
 from sim.engine.records import ActionRecord, RunResult
 from sim.rules.connections import DEFAULT_POOL_SHARE
 from sim.rules.errors import ApiError
-from sim.scenario.fleetpath_run import eligible_projects, run_fleet_path
+from sim.scenario.fleetpath_run import FLEET_PATH, engine_reasons, run_fleet_path
+from sim.scenario.merge import canonical_result, instance_order
 from sim.scenario.references import Reference, render_body, render_path
 from sim.scenario.schema import ComputeSpec, ProjectInstance, Scenario
 from sim.workload import Poisson, chunks
@@ -196,6 +197,59 @@ def _maybe_s(value: float | None) -> str:
     return "off" if value is None else f"{value:g} s"
 
 
+@dataclass
+class _Part:
+    """One run of some of a scenario's project instances, before it is merged."""
+
+    result: RunResult
+    keys: list[str]  # the instances whose rows it holds, in fleet order
+    handed_back: list[str]  # instances the fleet path handed back to the engine
+    cp: ControlPlane
+    fleet: Fleet
+
+
+def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance],
+              progress: Progress | None, steps: int, fleet_path: bool) -> _Part:
+    cp = ControlPlane(scenario.engine_config(), seed=seed, start=scenario.start,
+                      region_id=scenario.region_id, plan=scenario.plan_of(scenario.projects[0]))
+    fleet = Fleet()
+    placed: list[tuple[Compute, ComputeSpec]] = []
+    external: list[tuple[Compute, ComputeSpec]] = []
+    reasons = engine_reasons(scenario) if fleet_path else {}
+    roads: Counter[str] = Counter()
+    for inst in instances:
+        try:
+            built = build_project(cp, scenario, inst, fleet)
+        except ApiError as err:
+            raise ScenarioRunError(f"{inst.key}: {err.message}") from None
+        if fleet_path and inst.key not in reasons:
+            for compute, _ in built:
+                compute.runtime.external = True  # type: ignore[union-attr]
+            external += built
+        else:
+            placed += built
+            roads[f"engine: {reasons.get(inst.key, 'fleet path off')}"] += len(built)
+    attach_workloads(cp, scenario, placed)
+    schedule_releases(cp, scenario)
+    actions: list[ActionRecord] = []
+    schedule_actions(cp, scenario, fleet, actions)
+    total = scenario.duration
+    for i in range(1, steps + 1):
+        cp.run_until(total * i / steps)
+        if progress is not None:
+            progress(cp.now, total)
+    handed_back = run_fleet_path(cp, scenario, external, cp.now) if external else {}
+    roads[FLEET_PATH] += len(external) - sum(
+        1 for c, _ in external if c.project_id in handed_back)
+    result = cp.result(scenario.name, total, scenario.price_per_cu_hour,
+                       assumptions(scenario, cp), exclude=set(handed_back))
+    result.actions = actions
+    result.roads = {road: n for road, n in sorted(roads.items()) if n}
+    back = {cp.projects[pid].key for pid in handed_back}
+    keys = [inst.key for inst in instances if inst.key not in back]
+    return _Part(result, keys, [inst.key for inst in instances if inst.key in back], cp, fleet)
+
+
 def run_scenario(
     scenario: Scenario,
     *,
@@ -208,52 +262,35 @@ def run_scenario(
     """Run `scenario` (or only the given project instances: one shard of the fleet).
 
     Projects that nothing but their own workloads touch are computed by the fleet
-    path (`sim.engine.fleetpath`), which gives the engine's results exactly;
-    `fleet_path=False` runs everything in the SimPy engine."""
+    path (`sim.engine.fleetpath`), which gives the engine's results exactly; a
+    project it finds it cannot reproduce (a refused connection, a detach) is run
+    again in the SimPy engine alone, and the two results are merged.
+    `fleet_path=False` runs everything in the SimPy engine. Rows come in the
+    canonical order of `sim.scenario.merge`."""
     seed = scenario.seed if seed is None else seed
-    cp = ControlPlane(scenario.engine_config(), seed=seed, start=scenario.start,
-                      region_id=scenario.region_id, plan=scenario.plan_of(scenario.projects[0]))
-    fleet = Fleet()
-    placed: list[tuple[Compute, ComputeSpec]] = []
-    external: list[tuple[Compute, ComputeSpec]] = []
-    quick = eligible_projects(scenario, cp.config) if fleet_path else set()
-    for inst in instances if instances is not None else scenario.instances():
-        try:
-            built = build_project(cp, scenario, inst, fleet)
-        except ApiError as err:
-            raise ScenarioRunError(f"{inst.key}: {err.message}") from None
-        if inst.key in quick:
-            for compute, _ in built:
-                compute.runtime.external = True  # type: ignore[union-attr]
-            external += built
-        else:
-            placed += built
-    attach_workloads(cp, scenario, placed)
-    schedule_releases(cp, scenario)
-    actions: list[ActionRecord] = []
-    schedule_actions(cp, scenario, fleet, actions)
-    total = scenario.duration
-    for i in range(1, steps + 1):
-        cp.run_until(total * i / steps)
-        if progress is not None:
-            progress(cp.now, total)
-    if external:
-        try:
-            run_fleet_path(cp, scenario, external, cp.now)
-        except NotReproducible:
-            return run_scenario(scenario, seed=seed, instances=instances, progress=progress,
-                                steps=steps, fleet_path=False)
-    facts = assumptions(scenario, cp)
+    chosen = list(instances) if instances is not None else scenario.instances()
+    parts = [_simulate(scenario, seed, chosen, progress, steps, fleet_path)]
+    if parts[0].handed_back:
+        again = set(parts[0].handed_back)
+        # never named by a scripted call (those projects run in the engine from the start)
+        alone = scenario.model_copy(update={"actions": []})
+        parts.append(_simulate(alone, seed, [i for i in chosen if i.key in again],
+                               None, steps, False))
+        parts[1].result.roads = {
+            road.replace("fleet path off", "handed back by the fleet path"): n
+            for road, n in parts[1].result.roads.items()}
     if instances is None and any(p.auth is not None for p in scenario.projects):
         # whole runs only: the shards of one run must agree on their assumptions
-        facts["auth users created"] = auth_users(cp, fleet)
-    result = cp.result(scenario.name, total, scenario.price_per_cu_hour, facts)
-    result.actions = actions
-    return result
+        users = auth_users(parts)
+        for part in parts:
+            part.result.assumptions["auth users created"] = users
+    return canonical_result([(part.result, part.keys) for part in parts],
+                            instance_order(scenario))
 
 
-def auth_users(cp: ControlPlane, fleet: Fleet) -> str:
+def auth_users(parts: Sequence[_Part]) -> str:
     """Users the sign-ups created, and the rows of every synced table at the end."""
-    tables = cp.auth.state()["databases"].values()
-    synced = sum(len(rows) for rows in tables if rows is not None)
-    return f"{fleet.signups} by sign-ups; {synced} rows in svc_auth.users_sync at the end"
+    signups = sum(part.fleet.signups for part in parts)
+    synced = sum(len(rows) for part in parts
+                 for rows in part.cp.auth.state()["databases"].values() if rows is not None)
+    return f"{signups} by sign-ups; {synced} rows in svc_auth.users_sync at the end"

@@ -63,7 +63,7 @@ def describe(cp: ControlPlane) -> dict[str, Any]:
                   for lane, queue in sorted(cp.executor._lanes.items())},
         "tasks": sorted(cp.executor._tasks),
         "failure_rate": cp.executor.failure_rate,
-        "checked_branches": sorted(cp.checked_branches),
+        "checked_branches": sorted(cp.checked_branches.items()),
         "issued_ids": sorted(cp.ids._issued),
         "streams": _streams(cp),
         "auth": cp.auth.state(),

@@ -1,0 +1,529 @@
+"""One compute's whole life after its first start, advanced in bulk by a compiled kernel.
+
+What happens inside a compute (arrivals, admission against max_connections,
+the pooler's queue and its timeout, temporary files and 53100, the
+autoscaler's goal and its reaction delay, the scale-to-zero countdown) and
+what its own operations do to it (suspend_compute, start_compute and
+check_availability: their durations, injected failures and retries) is one
+sequential recurrence per compute: a session's fate depends on the sessions
+before it. `advance` runs that recurrence for every session of a compute in
+one call of a numba kernel, making the same decisions as the SimPy engine's
+`ComputeRuntime`, `Lifecycle` and `Executor` in the same order, drawing the
+same numbers from the same per-compute streams (numba's `Generator` shares
+numpy's bit generators and algorithms), so its rows equal the engine's.
+
+It serves computes that nothing but their own workload and their branch's
+availability checks touch. Where the order of two things at the very same
+instant would decide the outcome, it does not guess: it reports a tie and the
+project is run by the SimPy engine instead.
+
+numba earns its place here: the recurrence is sequential (a k-server queue, a
+heap of session ends), so numpy cannot vectorise it, and in Python it costs
+what the SimPy engine costs.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+from numba import njit
+
+INF = math.inf
+
+# what a compute lane runs
+START, SUSPEND, CHECK = 0, 1, 2
+# operation status while simulated (mapped to the API's words after)
+SCHEDULING, RUNNING, FAILED, FINISHED = 0, 1, 2, 3
+# connection outcomes
+OK, REFUSED_TOO_MANY, REFUSED_POOLER_FULL, QUEUE_TIMEOUT, DISK_FULL = 0, 1, 2, 3, 4
+# wake causes
+BY_CONNECTION, BY_CHECK = 0, 1
+# compute state
+IDLE, ACTIVE, NONE = 0, 1, -1
+# distribution kinds of operation durations
+ZERO, FIXED, EXPONENTIAL, LOGNORMAL = 0, 1, 2, 3
+
+# float state
+(NOW, CU, CPU_LOAD, MEM_LOAD, TEMP_USED, BUSY_UNTIL, QUIET_SINCE, ARMED_AT, FIRE_T, RESIZE_AT,
+ WAKE_AT, IV_CU, IV_START, ACTIVE_S, CU_S, QUEUE_WAIT_S, OP_EVT_T, TICK_T,
+ FIRE_SCHED, OP_SCHED, TICK_SCHED, STALE_T, STALE_SCHED, CUR_SCHED) = range(24)
+N_FLOATS = 24
+# integer state
+(CUR, PENDING, IV_STATE, NEXT_ARR, WAKE_CAUSE, SESSIONS, REFUSED, QUEUED, QUEUE_TIMEOUTS,
+ DISK_FULLS, COLD_STARTS, SUSPENDS, PEAK, N_REC, N_OPS, N_IV, N_WAKE, LANE_HEAD, LANE_TAIL,
+ OP_EVT_KIND, N_SPAN, ON, TIE) = range(23)
+# parameters
+(P_A0, P_UNTIL, P_TIMEOUT, P_MAX_CONN, P_POOLED, P_POOL_SIZE, P_QUEUE_TIMEOUT, P_DISK,
+ P_MIN_CU, P_MAX_CU, P_FIXED, P_TCPU, P_RAM_TMEM, P_DELAY, P_FAIL_RATE, P_BACKOFF,
+ P_POOLER_MAX, P_EVERY, P_TICK0) = range(19)
+N_PARAMS = 19
+
+
+class Out:
+    """Array names of the kernel's output, in the order it returns them."""
+
+    NAMES = ("f", "i", "rec_idx", "rec_wait", "rec_outcome", "rec_cold",
+             "op_action", "op_created", "op_status", "op_failures", "op_updated", "op_finished",
+             "op_sched",
+             "iv_state", "iv_cu", "iv_start", "iv_end", "wk_at", "wk_cause", "wk_wait",
+             "sp_start", "sp_end")
+
+
+@njit(cache=True, inline="always")
+def _step_up(valid, cu):
+    for v in valid:
+        if v >= cu - 1e-12:
+            return v
+    return valid[-1]
+
+
+@njit(cache=True, inline="always")
+def _goal(f, p, valid):
+    need = max(f[CPU_LOAD] / p[P_TCPU], f[MEM_LOAD] / p[P_RAM_TMEM], p[P_MIN_CU])
+    return min(_step_up(valid, need), p[P_MAX_CU])
+
+
+@njit(cache=True, inline="always")
+def _close_interval(f, i, o_state, o_cu, o_start, o_end, now):
+    length = now - f[IV_START]
+    if length > 0:
+        k = i[N_IV]
+        o_state[k] = i[IV_STATE]
+        o_cu[k] = f[IV_CU]
+        o_start[k] = f[IV_START]
+        o_end[k] = now
+        i[N_IV] = k + 1
+        if i[IV_STATE] != IDLE:
+            f[ACTIVE_S] += length
+            f[CU_S] += f[IV_CU] * length
+    f[IV_START] = now
+
+
+@njit(cache=True, inline="always")
+def _note_state(f, i, o_state, o_cu, o_start, o_end):
+    if i[CUR] == i[IV_STATE] and f[CU] == f[IV_CU]:
+        return
+    _close_interval(f, i, o_state, o_cu, o_start, o_end, f[NOW])
+    i[IV_STATE] = i[CUR]
+    f[IV_CU] = f[CU]
+
+
+@njit(cache=True, inline="always")
+def _expire_load(f, load, now):
+    while len(load) > 0 and load[0][0] <= now:
+        _, c, m = heapq.heappop(load)
+        f[CPU_LOAD] -= c
+        f[MEM_LOAD] -= m
+    if len(load) == 0:  # keep float sums exact at rest
+        f[CPU_LOAD] = 0.0
+        f[MEM_LOAD] = 0.0
+
+
+@njit(cache=True, inline="always")
+def _expire(f, open_ends, server_ends, client_ends, temp, load, now):
+    while len(open_ends) > 0 and open_ends[0] <= now:
+        heapq.heappop(open_ends)
+    while len(server_ends) > 0 and server_ends[0] <= now:
+        heapq.heappop(server_ends)
+    while len(client_ends) > 0 and client_ends[0] <= now:
+        heapq.heappop(client_ends)
+    while len(temp) > 0 and temp[0][0] <= now:
+        f[TEMP_USED] -= heapq.heappop(temp)[1]
+    if len(load) > 0 and load[0][0] <= now:
+        _expire_load(f, load, now)
+
+
+@njit(cache=True, inline="always")
+def _load_changed(f, p, valid):
+    if f[RESIZE_AT] == INF and _goal(f, p, valid) != f[CU]:
+        f[RESIZE_AT] = f[NOW] + p[P_DELAY]
+
+
+@njit(cache=True, inline="always")
+def _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, wait, outcome, cold):
+    k = i[N_REC]
+    rec_idx[k] = s
+    rec_wait[k] = wait
+    rec_outcome[k] = outcome
+    rec_cold[k] = cold
+    i[N_REC] = k + 1
+
+
+@njit(cache=True, inline="always")
+def _admit(f, i, p, valid, s, arrival, now, d, c, m, t, cold, open_ends, server_ends,
+           client_ends, temp, load, rec_idx, rec_wait, rec_outcome, rec_cold):
+    if t > 0.0 and f[TEMP_USED] + t > p[P_DISK]:
+        i[DISK_FULLS] += 1  # SQLSTATE 53100: no space left on device
+        _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, now - arrival, DISK_FULL, cold)
+        return
+    if p[P_POOLED] > 0:
+        start = now
+        if len(server_ends) >= p[P_POOL_SIZE]:
+            free_at = server_ends[0]
+            if free_at - now > p[P_QUEUE_TIMEOUT]:
+                i[QUEUE_TIMEOUTS] += 1
+                heapq.heappush(client_ends, now + p[P_QUEUE_TIMEOUT])
+                _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, now - arrival,
+                        QUEUE_TIMEOUT, cold)
+                return
+            heapq.heappop(server_ends)
+            start = free_at
+            i[QUEUED] += 1
+            f[QUEUE_WAIT_S] += free_at - now
+        end = start + d
+        heapq.heappush(server_ends, end)
+        heapq.heappush(client_ends, end)
+        held = len(client_ends)
+    else:
+        start = now
+        end = now + d
+        heapq.heappush(open_ends, end)
+        held = len(open_ends)
+    if t > 0.0:
+        f[TEMP_USED] += t
+        heapq.heappush(temp, (end, t))
+    i[SESSIONS] += 1
+    if held > i[PEAK]:
+        i[PEAK] = held
+    if end > f[BUSY_UNTIL]:
+        f[BUSY_UNTIL] = end
+    if (c > 0.0 or m > 0.0) and p[P_FIXED] == 0:
+        f[CPU_LOAD] += c
+        f[MEM_LOAD] += m
+        heapq.heappush(load, (end, c, m))
+        _load_changed(f, p, valid)
+    _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, start - arrival, OK, cold)
+
+
+@njit(cache=True, inline="always")
+def _draw(rng, kind, a, b):
+    if kind == ZERO:
+        return 0.0
+    if kind == FIXED:
+        return a
+    if kind == EXPONENTIAL:
+        return rng.exponential(a)
+    return rng.lognormal(a, b)
+
+
+@njit(cache=True, inline="always")
+def _try_start(f, i, lane, op_action, op_status, op_updated, rng, dk, da, db):
+    """Start the operation at the head of the lane: running, first attempt drawn."""
+    k = lane[i[LANE_HEAD]]
+    op_status[k] = RUNNING
+    op_updated[k] = f[NOW]
+    a = op_action[k]
+    if a == START:
+        i[PENDING] = ACTIVE  # on_start of a start: heading for active
+    elif a == SUSPEND:
+        if i[PENDING] != ACTIVE:
+            i[PENDING] = IDLE
+    f[OP_EVT_T] = f[NOW] + _draw(rng, dk[a], da[a], db[a])
+    f[OP_SCHED] = f[NOW]
+    i[OP_EVT_KIND] = 1
+
+
+@njit(cache=True, inline="always")
+def _submit(f, i, action, lane, op_action, op_created, op_status, op_failures, op_updated,
+            op_finished, op_sched, rng, dk, da, db):
+    k = i[N_OPS]
+    i[N_OPS] = k + 1
+    op_action[k] = action
+    op_created[k] = f[NOW]
+    op_status[k] = SCHEDULING
+    op_failures[k] = 0
+    op_updated[k] = f[NOW]
+    op_finished[k] = INF
+    op_sched[k] = f[CUR_SCHED]  # when the event that created it was scheduled: ties' order
+    lane[i[LANE_TAIL]] = k
+    i[LANE_TAIL] += 1
+    if i[LANE_TAIL] - i[LANE_HEAD] == 1:
+        _try_start(f, i, lane, op_action, op_status, op_updated, rng, dk, da, db)
+
+
+@njit(cache=True)
+def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i):
+    """Run one compute from its creation's start to the end of the run.
+
+    The start that creation began finishes at p[P_A0] (the SimPy engine ran it);
+    sessions that arrive before then wait for it. `f` and `i` carry the float and
+    integer state in (the sums so far) and out. Returns the output arrays
+    (`Out.NAMES`); i[TIE] = 1 when two things at one instant would need an order
+    the kernel does not know (nothing after that instant is valid).
+    """
+    n = len(arr)
+    until = p[P_UNTIL]
+    every = p[P_EVERY]
+    n_ticks = int((until - p[P_TICK0]) / every) + 2 if every > 0 else 0
+    cap_ops = 2 * (n + n_ticks + 2) + n_ticks + 4
+    rec_idx = np.empty(n, np.int64)
+    rec_wait = np.empty(n)
+    rec_outcome = np.empty(n, np.int8)
+    rec_cold = np.empty(n, np.bool_)
+    op_action = np.empty(cap_ops, np.int8)
+    op_created = np.empty(cap_ops)
+    op_status = np.empty(cap_ops, np.int8)
+    op_failures = np.empty(cap_ops, np.int64)
+    op_updated = np.empty(cap_ops)
+    op_finished = np.empty(cap_ops)
+    op_sched = np.empty(cap_ops)
+    cap_iv = 2 * cap_ops + 4 * n + 8
+    iv_state = np.empty(cap_iv, np.int8)
+    iv_cu = np.empty(cap_iv)
+    iv_start = np.empty(cap_iv)
+    iv_end = np.empty(cap_iv)
+    wk_at = np.empty(cap_ops)
+    wk_cause = np.empty(cap_ops, np.int8)
+    wk_wait = np.empty(cap_ops)
+    sp_start = np.empty(cap_ops)
+    sp_end = np.empty(cap_ops)
+    lane = np.empty(cap_ops, np.int64)
+
+    open_ends = [0.0]
+    open_ends.pop()
+    server_ends = [0.0]
+    server_ends.pop()
+    client_ends = [0.0]
+    client_ends.pop()
+    temp = [(0.0, 0.0)]
+    temp.pop()
+    load = [(0.0, 0.0, 0.0)]
+    load.pop()
+    waiting = [np.int64(0)]
+    waiting.pop()
+    # sessions that arrive while the creation's start runs wait for it (or are refused)
+    A0 = p[P_A0]
+    while i[NEXT_ARR] < n and arr[i[NEXT_ARR]] < A0:
+        s = i[NEXT_ARR]
+        i[NEXT_ARR] = s + 1
+        limit = p[P_POOLER_MAX] if p[P_POOLED] > 0 else p[P_MAX_CONN]
+        if len(waiting) >= limit:
+            i[REFUSED] += 1
+            _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, 0.0,
+                    REFUSED_POOLER_FULL if p[P_POOLED] > 0 else REFUSED_TOO_MANY, False)
+        else:
+            waiting.append(s)
+    if (i[NEXT_ARR] < n and arr[i[NEXT_ARR]] == A0) or (every > 0 and p[P_TICK0] + every <= A0):
+        i[TIE] = 1
+        until = A0
+
+    T = p[P_TIMEOUT]
+    f[TICK_T] = p[P_TICK0] + every
+    f[TICK_SCHED] = p[P_TICK0]
+    f[STALE_T] = INF
+    # the first activation, as `ComputeRuntime.activated` does it
+    f[NOW] = A0
+    now = f[NOW]
+    f[QUIET_SINCE] = now
+    _expire(f, open_ends, server_ends, client_ends, temp, load, now)
+    for s in waiting:
+        _admit(f, i, p, valid, s, arr[s], now, dur[s], cpu[s], mem[s], tmp[s], True,
+               open_ends, server_ends, client_ends, temp, load,
+               rec_idx, rec_wait, rec_outcome, rec_cold)
+    waiting.clear()
+    i[ON] = 1
+    sp_start[0] = -INF  # the creation's span: the caller knows where it began
+    i[N_SPAN] = 0
+    redo_arm = True
+    d_given = False
+    d_val = INF
+    while True:
+        # -- arm(): the runtime's timer at the next instant something can change
+        if redo_arm:
+            t = arr[i[NEXT_ARR]] if i[NEXT_ARR] < n else INF
+            if d_given:
+                d = d_val
+            else:
+                d = INF
+                if (T >= 0 and i[CUR] == ACTIVE and i[PENDING] == NONE and len(waiting) == 0
+                        and i[LANE_TAIL] == i[LANE_HEAD]):
+                    d = max(f[BUSY_UNTIL], f[QUIET_SINCE]) + T
+            if d < t:
+                t = d
+            if len(load) > 0 and f[CU] > p[P_MIN_CU] and load[0][0] < t:
+                t = load[0][0]
+            if f[RESIZE_AT] < t:
+                t = f[RESIZE_AT]
+            if t < f[ARMED_AT]:
+                # SimPy keeps a superseded timer; firing at the same instant as a new one,
+                # the older fires first: what orders simultaneous events of two computes
+                if f[ARMED_AT] < INF:
+                    f[STALE_T] = f[ARMED_AT]
+                    f[STALE_SCHED] = f[FIRE_SCHED]
+                f[FIRE_SCHED] = f[STALE_SCHED] if t == f[STALE_T] else f[NOW]
+                f[ARMED_AT] = t
+                f[FIRE_T] = max(t, f[NOW])
+            redo_arm = False
+            d_given = False
+        # -- the next event, and a refusal to guess the order of simultaneous ones
+        t_fire = f[FIRE_T] if f[ARMED_AT] < INF else INF
+        t_op = f[OP_EVT_T] if i[OP_EVT_KIND] != 0 else INF
+        t_tick = f[TICK_T] if every > 0 else INF
+        t = min(t_fire, t_op, t_tick)
+        if not t < until:
+            break
+        if (t == t_fire) + (t == t_op) + (t == t_tick) > 1:
+            i[TIE] = 1
+            break
+        f[NOW] = t
+        now = t
+        if t == t_fire:
+            f[CUR_SCHED] = f[FIRE_SCHED]
+            # -- ComputeRuntime._fire
+            f[ARMED_AT] = INF
+            while i[NEXT_ARR] < n and arr[i[NEXT_ARR]] <= now:
+                s = i[NEXT_ARR]
+                i[NEXT_ARR] = s + 1
+                a = arr[s]
+                # connect(): every connection resets the countdown
+                f[QUIET_SINCE] = a
+                _expire(f, open_ends, server_ends, client_ends, temp, load, a)
+                if p[P_POOLED] > 0:
+                    if len(client_ends) + len(waiting) >= p[P_POOLER_MAX]:
+                        i[REFUSED] += 1
+                        _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, 0.0,
+                                REFUSED_POOLER_FULL, False)
+                        continue
+                elif len(open_ends) + len(waiting) >= p[P_MAX_CONN]:
+                    i[REFUSED] += 1
+                    _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, 0.0,
+                            REFUSED_TOO_MANY, False)
+                    continue
+                if i[CUR] != ACTIVE or i[PENDING] != NONE:
+                    waiting.append(s)
+                    if i[CUR] == IDLE and i[PENDING] == NONE:
+                        # Lifecycle.wake(cause="connection")
+                        i[PENDING] = ACTIVE
+                        f[WAKE_AT] = now
+                        i[WAKE_CAUSE] = BY_CONNECTION
+                        if i[ON] == 0:
+                            sp_start[i[N_SPAN]] = now
+                            i[ON] = 1
+                        _submit(f, i, START, lane, op_action, op_created, op_status,
+                                op_failures, op_updated, op_finished, op_sched, rng, dk, da, db)
+                    continue
+                _admit(f, i, p, valid, s, a, a, dur[s], cpu[s], mem[s], tmp[s], False,
+                       open_ends, server_ends, client_ends, temp, load,
+                       rec_idx, rec_wait, rec_outcome, rec_cold)
+            if len(load) > 0 and load[0][0] <= now:
+                _expire_load(f, load, now)
+                _load_changed(f, p, valid)
+            if f[RESIZE_AT] <= now:
+                # an automatic resize: no restart, no dropped connection
+                f[RESIZE_AT] = INF
+                _expire_load(f, load, now)
+                if i[CUR] == ACTIVE:
+                    g = _goal(f, p, valid)
+                    if g != f[CU]:
+                        f[CU] = g
+                        _note_state(f, i, iv_state, iv_cu, iv_start, iv_end)
+            d = INF
+            if (T >= 0 and i[CUR] == ACTIVE and i[PENDING] == NONE and len(waiting) == 0
+                    and i[LANE_TAIL] == i[LANE_HEAD]):
+                d = max(f[BUSY_UNTIL], f[QUIET_SINCE]) + T
+            if d <= now:
+                # scale to zero: suspend
+                i[PENDING] = IDLE
+                _submit(f, i, SUSPEND, lane, op_action, op_created, op_status, op_failures,
+                        op_updated, op_finished, op_sched, rng, dk, da, db)
+                redo_arm = True
+            else:
+                redo_arm = True
+                d_given = True
+                d_val = d
+        elif t == t_op:
+            f[CUR_SCHED] = f[OP_SCHED]
+            k = lane[i[LANE_HEAD]]
+            if i[OP_EVT_KIND] == 2:
+                # Executor._retry
+                op_status[k] = RUNNING
+                op_updated[k] = now
+                a = op_action[k]
+                f[OP_EVT_T] = now + _draw(rng, dk[a], da[a], db[a])
+                f[OP_SCHED] = now
+                i[OP_EVT_KIND] = 1
+                continue
+            # Executor._attempt_done
+            if p[P_FAIL_RATE] > 0 and rng.random() < p[P_FAIL_RATE]:
+                op_status[k] = FAILED
+                op_updated[k] = now
+                op_failures[k] += 1
+                f[OP_EVT_T] = now + p[P_BACKOFF]
+                f[OP_SCHED] = now
+                i[OP_EVT_KIND] = 2
+                continue
+            op_status[k] = FINISHED
+            op_updated[k] = now
+            op_finished[k] = now
+            # _finish: free the lane, start what waited
+            i[LANE_HEAD] += 1
+            i[OP_EVT_KIND] = 0
+            if i[LANE_TAIL] > i[LANE_HEAD]:
+                _try_start(f, i, lane, op_action, op_status, op_updated, rng, dk, da, db)
+            a = op_action[k]
+            if a == START:
+                # Lifecycle._started, then ComputeRuntime.activated
+                i[CUR] = ACTIVE
+                i[PENDING] = NONE
+                f[CU] = p[P_MIN_CU]
+                _note_state(f, i, iv_state, iv_cu, iv_start, iv_end)
+                i[COLD_STARTS] += 1
+                w = i[N_WAKE]
+                wk_at[w] = f[WAKE_AT]
+                wk_cause[w] = i[WAKE_CAUSE]
+                wk_wait[w] = now - f[WAKE_AT]
+                i[N_WAKE] = w + 1
+                f[WAKE_AT] = INF
+                f[QUIET_SINCE] = now
+                _expire(f, open_ends, server_ends, client_ends, temp, load, now)
+                for s in waiting:
+                    _admit(f, i, p, valid, s, arr[s], now, dur[s], cpu[s], mem[s], tmp[s], True,
+                           open_ends, server_ends, client_ends, temp, load,
+                           rec_idx, rec_wait, rec_outcome, rec_cold)
+                waiting.clear()
+            elif a == SUSPEND:
+                # Lifecycle._suspended
+                i[CUR] = IDLE
+                if i[PENDING] == IDLE:
+                    i[PENDING] = NONE
+                f[CU] = 0.0
+                i[SUSPENDS] += 1
+                _note_state(f, i, iv_state, iv_cu, iv_start, iv_end)
+                if len(waiting) > 0 and i[LANE_TAIL] == i[LANE_HEAD]:
+                    i[PENDING] = ACTIVE  # clients arrived while it was suspending
+                    f[WAKE_AT] = now
+                    i[WAKE_CAUSE] = BY_CONNECTION
+                    _submit(f, i, START, lane, op_action, op_created, op_status, op_failures,
+                            op_updated, op_finished, op_sched, rng, dk, da, db)
+                elif i[PENDING] != ACTIVE:
+                    sp_end[i[N_SPAN]] = now  # went quiet: the project's idle clock starts
+                    i[N_SPAN] += 1
+                    i[ON] = 0
+            redo_arm = True  # every compute operation re-arms the runtime when it ends
+        else:
+            # -- an availability check of the compute's branch
+            f[CUR_SCHED] = f[TICK_SCHED]
+            f[TICK_SCHED] = now
+            f[TICK_T] = now + every
+            if i[CUR] == IDLE and i[PENDING] == NONE:
+                i[PENDING] = ACTIVE
+                f[WAKE_AT] = now
+                i[WAKE_CAUSE] = BY_CHECK
+                if i[ON] == 0:
+                    sp_start[i[N_SPAN]] = now
+                    i[ON] = 1
+                _submit(f, i, START, lane, op_action, op_created, op_status, op_failures,
+                        op_updated, op_finished, op_sched, rng, dk, da, db)
+            f[QUIET_SINCE] = now  # background activity resets the countdown
+            _submit(f, i, CHECK, lane, op_action, op_created, op_status, op_failures,
+                    op_updated, op_finished, op_sched, rng, dk, da, db)
+    f[NOW] = until
+    _close_interval(f, i, iv_state, iv_cu, iv_start, iv_end, until)
+    if i[ON] == 1:
+        sp_end[i[N_SPAN]] = until
+        i[N_SPAN] += 1
+    return (f, i, rec_idx, rec_wait, rec_outcome, rec_cold,
+            op_action, op_created, op_status, op_failures, op_updated, op_finished, op_sched,
+            iv_state, iv_cu, iv_start, iv_end, wk_at, wk_cause, wk_wait, sp_start, sp_end)

@@ -1,0 +1,238 @@
+"""Run the compute kernel for one compute of a control plane, and write what it did.
+
+`advance_compute` gathers a compute's settings, state and streams into the
+kernel's arrays (`sim.engine.physics`) and runs it; `apply_advanced` writes the
+result into the control plane as the SimPy engine would have: the compute's
+counters, connection records in the order the engine records them, state
+intervals, wakes, and operations with ids drawn from the compute's id stream in
+creation order. With `record_events` off no operation is built at all: only
+the per-minute sums and the cold-start waits are kept.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from sim.engine import physics as k
+from sim.engine.clock import to_us
+from sim.engine.config import ConnectionRecording
+from sim.engine.model import Compute, Operation
+from sim.engine.records import ConnectionRecord, Outcome, StateInterval, WakeRecord
+from sim.rules.connections import POOLER_MAX_CLIENTS
+from sim.rules.operations import Action
+from sim.rules.sizes import RAM_GB_PER_CU, VALID_CU
+from sim.rules.states import ComputeState, OperationStatus
+from sim.workload.distributions import DistKind, Distribution
+
+if TYPE_CHECKING:
+    from sim.engine.control_plane import ControlPlane
+
+INF = math.inf
+_VALID = np.array(VALID_CU, dtype=np.float64)
+_STATES = {k.ACTIVE: ComputeState.ACTIVE.value, k.IDLE: ComputeState.IDLE.value}
+_STATUS = {k.SCHEDULING: OperationStatus.SCHEDULING.value, k.RUNNING: OperationStatus.RUNNING.value,
+           k.FAILED: OperationStatus.FAILED.value, k.FINISHED: OperationStatus.FINISHED.value}
+_ACTIONS = {k.START: Action.START_COMPUTE, k.SUSPEND: Action.SUSPEND_COMPUTE,
+            k.CHECK: Action.CHECK_AVAILABILITY}
+_OUTCOMES = {k.OK: Outcome.OK, k.REFUSED_TOO_MANY: Outcome.REFUSED_TOO_MANY,
+             k.REFUSED_POOLER_FULL: Outcome.REFUSED_POOLER_FULL,
+             k.QUEUE_TIMEOUT: Outcome.QUEUE_TIMEOUT, k.DISK_FULL: Outcome.DISK_FULL}
+_CAUSES = {k.BY_CONNECTION: "connection", k.BY_CHECK: "check_availability"}
+
+
+class Tie(Exception):
+    """Two things at one instant whose order the kernel does not know: the engine's case."""
+
+
+class Sessions(NamedTuple):
+    """A compute's whole workload as columns, drawn as the engine's session feed draws it."""
+
+    arrival_s: np.ndarray
+    duration_s: np.ndarray
+    cpu: np.ndarray
+    memory_gb: np.ndarray
+    temp_bytes: np.ndarray
+
+    @classmethod
+    def none(cls) -> Sessions:
+        empty = np.empty(0)
+        return cls(empty, empty, empty, empty, empty)
+
+
+@dataclass
+class Advanced:
+    """What the kernel computed for one compute."""
+
+    compute: Compute
+    sessions: Sessions
+    out: dict[str, np.ndarray]
+    on_starts: np.ndarray  # when the compute was on (creation or wake) ...
+    on_ends: np.ndarray  # ... until it was suspended (or the run ended)
+
+    def count(self, name: str) -> int:
+        return int(self.out["i"][name])
+
+
+def _distribution(d: Distribution) -> tuple[int, float, float]:
+    if d.is_zero:
+        return k.ZERO, 0.0, 0.0
+    if d.dist is DistKind.FIXED:
+        return k.FIXED, d.mean_s, 0.0
+    if d.dist is DistKind.EXPONENTIAL:
+        return k.EXPONENTIAL, d.mean_s, 0.0
+    return k.LOGNORMAL, math.log(d.mean_s) - d.sigma**2 / 2.0, d.sigma
+
+
+def _durations(cp: ControlPlane) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    kinds, a, b = [], [], []
+    for code in (k.START, k.SUSPEND, k.CHECK):
+        kind, x, y = _distribution(cp.config.duration_of(_ACTIONS[code]))
+        kinds.append(kind)
+        a.append(x)
+        b.append(y)
+    return np.array(kinds, dtype=np.int64), np.array(a), np.array(b)
+
+
+def advance_compute(cp: ControlPlane, c: Compute, sessions: Sessions, until: float,
+                    checks: tuple[float, float] | None) -> Advanced:
+    """Run compute `c` (started by its creation, then left alone by the engine) to `until`.
+
+    `checks`: (when its branch's availability checks began, their period), when the
+    checks of its branch fall on it. Raises Tie."""
+    rt = c.runtime
+    assert rt is not None and rt.activated_at is not None
+    assert c.current_state == _STATES[k.ACTIVE] and c.pending_state is None
+    cfg = cp.config
+    p = np.zeros(k.N_PARAMS)
+    p[k.P_A0] = rt.activated_at
+    p[k.P_UNTIL] = until
+    p[k.P_TIMEOUT] = -1.0 if rt.idle_timeout is None else rt.idle_timeout
+    p[k.P_MAX_CONN] = rt.max_conn
+    p[k.P_POOLED] = 1.0 if c.pooler_enabled else 0.0
+    p[k.P_POOL_SIZE] = rt.pool_size
+    p[k.P_QUEUE_TIMEOUT] = cfg.pool_queue_timeout_s
+    p[k.P_DISK] = rt.disk_bytes
+    p[k.P_MIN_CU] = c.autoscaling_limit_min_cu
+    p[k.P_MAX_CU] = c.autoscaling_limit_max_cu
+    p[k.P_FIXED] = 1.0 if c.fixed_size else 0.0
+    p[k.P_TCPU] = cfg.autoscaler.target_cpu_utilisation
+    p[k.P_RAM_TMEM] = RAM_GB_PER_CU * cfg.autoscaler.target_memory_utilisation
+    p[k.P_DELAY] = cfg.autoscaler.reaction_delay_s
+    p[k.P_FAIL_RATE] = cfg.operation_failure_rate
+    p[k.P_BACKOFF] = cfg.retry_backoff_s
+    p[k.P_POOLER_MAX] = POOLER_MAX_CLIENTS
+    if checks is not None:
+        p[k.P_TICK0], p[k.P_EVERY] = checks
+    f = np.zeros(k.N_FLOATS)
+    f[[k.ARMED_AT, k.FIRE_T, k.RESIZE_AT, k.WAKE_AT, k.OP_EVT_T]] = INF
+    f[k.BUSY_UNTIL] = rt.busy_until
+    f[k.QUIET_SINCE] = rt.quiet_since
+    f[k.CU] = c.cu
+    f[k.IV_CU] = rt.iv_cu
+    f[k.IV_START] = rt.iv_start
+    s = c.stats
+    f[k.ACTIVE_S], f[k.CU_S], f[k.QUEUE_WAIT_S] = s.active_s, s.cu_s, s.queue_wait_s
+    i = np.zeros(23, dtype=np.int64)
+    i[k.CUR], i[k.PENDING], i[k.IV_STATE] = k.ACTIVE, k.NONE, k.ACTIVE
+    i[k.SESSIONS], i[k.REFUSED], i[k.QUEUED] = s.sessions, s.refused, s.queued
+    i[k.QUEUE_TIMEOUTS], i[k.DISK_FULLS], i[k.PEAK] = s.queue_timeouts, s.disk_full, s.peak_connections
+    i[k.COLD_STARTS], i[k.SUSPENDS] = s.cold_starts, s.suspends
+    dk, da, db = _durations(cp)
+    result = k.advance(*sessions, p, _VALID, cp.streams.get(f"ops/{c.key}"), dk, da, db, f, i)
+    out = dict(zip(k.Out.NAMES, result, strict=True))
+    if out["i"][k.TIE]:
+        raise Tie("two events of a compute at the same instant")
+    n_span = int(out["i"][k.N_SPAN])
+    starts = out["sp_start"][:n_span].copy()
+    starts[0] = c.created_at
+    return Advanced(c, sessions, out, starts, out["sp_end"][:n_span].copy())
+
+
+def apply_advanced(cp: ControlPlane, adv: Advanced) -> list[Operation]:
+    """Write the compute's counters and rows into `cp`; return its operations (not filed)."""
+    c, out = adv.compute, adv.out
+    f, i = out["f"], out["i"]
+    s = c.stats
+    s.sessions, s.refused, s.queued = int(i[k.SESSIONS]), int(i[k.REFUSED]), int(i[k.QUEUED])
+    s.queue_timeouts, s.disk_full = int(i[k.QUEUE_TIMEOUTS]), int(i[k.DISK_FULLS])
+    s.cold_starts, s.suspends = int(i[k.COLD_STARTS]), int(i[k.SUSPENDS])
+    s.peak_connections = int(i[k.PEAK])
+    s.active_s, s.cu_s, s.queue_wait_s = float(f[k.ACTIVE_S]), float(f[k.CU_S]), float(f[k.QUEUE_WAIT_S])
+    _connections(cp, adv)
+    n_iv, n_wake = int(i[k.N_IV]), int(i[k.N_WAKE])
+    if not cp.config.record_events:
+        on = out["iv_state"][:n_iv] != k.IDLE
+        cp.recorder.add_minutes(out["iv_start"][:n_iv][on], out["iv_end"][:n_iv][on],
+                                out["iv_cu"][:n_iv][on], cp.now)
+        if n_wake:
+            cp.recorder.wake_waits[c.id] = out["wk_wait"][:n_wake].copy()
+        return []
+    cp.recorder.intervals.extend(
+        StateInterval(c.id, c.project_id, _STATES[st], cu, a, b)
+        for st, cu, a, b in zip(out["iv_state"][:n_iv].tolist(), out["iv_cu"][:n_iv].tolist(),
+                                out["iv_start"][:n_iv].tolist(), out["iv_end"][:n_iv].tolist(),
+                                strict=True))
+    cp.recorder.wakes.extend(
+        WakeRecord(c.id, c.project_id, at, _CAUSES[cause], wait)
+        for at, cause, wait in zip(out["wk_at"][:n_wake].tolist(),
+                                   out["wk_cause"][:n_wake].tolist(),
+                                   out["wk_wait"][:n_wake].tolist(), strict=True))
+    return _operations(cp, adv)
+
+
+def _connections(cp: ControlPlane, adv: Advanced) -> None:
+    mode = cp.config.record_connections
+    if mode is ConnectionRecording.OFF:
+        return
+    c, out = adv.compute, adv.out
+    n = int(out["i"][k.N_REC])
+    idx = out["rec_idx"][:n]
+    wait, outcome, cold = out["rec_wait"][:n], out["rec_outcome"][:n], out["rec_cold"][:n]
+    if mode is ConnectionRecording.SAMPLED:  # one draw per record, in the engine's order
+        keep = cp.streams.get(f"connection-sample/{c.key}").random(n) < cp.config.connection_sample_rate
+        idx, wait, outcome, cold = idx[keep], wait[keep], outcome[keep], cold[keep]
+    arrivals = adv.sessions.arrival_s[idx].tolist()
+    durations = adv.sessions.duration_s[idx].tolist()
+    cp.recorder.connections.extend(
+        ConnectionRecord(c.id, c.project_id, a, w, d, _OUTCOMES[o], bool(cl))
+        for a, w, d, o, cl in zip(arrivals, wait.tolist(), durations, outcome.tolist(),
+                                  cold.tolist(), strict=True))
+
+
+def op_order(adv: Advanced) -> list[tuple[float, float]]:
+    """Per operation, in creation order: (when it was created, when the event that created it
+    was scheduled). Operations of several computes at one instant were created in the order
+    their events were scheduled (SimPy's queue is first in, first out)."""
+    n = int(adv.out["i"][k.N_OPS])
+    return list(zip(adv.out["op_created"][:n].tolist(), adv.out["op_sched"][:n].tolist(),
+                    strict=True))
+
+
+def _operations(cp: ControlPlane, adv: Advanced) -> list[Operation]:
+    c, out = adv.compute, adv.out
+    n = int(out["i"][k.N_OPS])
+    rng = cp.streams.get(f"ids/{c.key}")
+    backoff = cp.config.retry_backoff_s
+    ops = []
+    for action, created, status, failures, updated, finished in zip(
+            out["op_action"][:n].tolist(), out["op_created"][:n].tolist(),
+            out["op_status"][:n].tolist(), out["op_failures"][:n].tolist(),
+            out["op_updated"][:n].tolist(), out["op_finished"][:n].tolist(), strict=True):
+        name = _ACTIONS[action].value
+        op = Operation(
+            id=cp.ids.operation(rng), project_id=c.project_id, branch_id=c.branch_id,
+            endpoint_id=c.id, action=name, status=_STATUS[status], created_us=to_us(created),
+            updated_at=updated, failures_count=failures,
+            error=f"{name} attempt {failures} failed (injected fault)" if failures else None,
+            retry_at=updated + backoff if status == k.FAILED else None,
+            finished_at=finished if status == k.FINISHED else None,
+        )
+        ops.append(op)
+    return ops
+
+
+__all__ = ["Advanced", "Sessions", "Tie", "advance_compute", "apply_advanced", "op_order"]
