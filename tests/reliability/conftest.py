@@ -66,6 +66,7 @@ class World:
             "id": (self.oauth_provider_id, "google"),
             "role_name": ("neondb_owner",),
             "database_name": ("neondb",),
+            "owner_name": ("neondb_owner",),
         }
 
 
