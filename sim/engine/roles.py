@@ -1,8 +1,8 @@
 """Roles and databases of a branch, and the connection URIs built from them.
 
 Every change of a branch's roles or databases is applied to the Postgres of
-each of its computes: one apply_config operation per compute (spec.md: that
-action covers creating, deleting and updating Postgres users and databases).
+each of its computes: one apply_config operation per compute (the action that
+creates, deletes and updates Postgres users and databases).
 A change is refused with 423 while any of those computes has an operation
 that has not ended, as every other change of a compute is; a branch without
 a compute changes at once, with no operation. The change is visible at once
