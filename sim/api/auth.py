@@ -171,13 +171,13 @@ def update_oauth_provider(project_id: str, oauth_provider_id: str,
                                              body.client_secret)
 
 
-@router.delete(P + "/oauth_providers/{oauth_provider_id}", status_code=204,
-               response_class=Response)
+@router.delete(P + "/oauth_providers/{oauth_provider_id}", response_model=EmptyOut)
 def delete_oauth_provider(project_id: str, oauth_provider_id: str, server: Server, key: Key):
+    """200 with `{}`, as the real API's document says (removal shows in #8)."""
     with server.world() as cp:
         key.project(cp, project_id)
         cp.auth.delete_oauth_provider(project_id, oauth_provider_id)
-    return _empty(204)
+    return {}
 
 
 # ---- redirect whitelist (#12-#14) -----------------------------------------------------------

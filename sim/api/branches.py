@@ -11,6 +11,7 @@ from sim.api import serialize as ser
 from sim.api.computes import OUT
 from sim.api.deps import Key, Server, given
 from sim.api.errors import ERRORS
+from sim.api.projects import keep_documented
 from sim.api.schemas import BranchOperations
 from sim.api.schemas_roles import BranchUpdateRequest
 
@@ -27,6 +28,7 @@ def update_branch(project_id: str, branch_id: str, body: BranchUpdateRequest, se
     with server.world() as cp:
         key.project(cp, project_id)
         branch, ops = cp.update_branch(project_id, branch_id, **changes)
+        keep_documented(branch, body.branch.documented)  # expires_at: kept, answered back
         return {"branch": ser.branches(cp, [branch], project_id)[0],
                 "operations": ser.operations(cp, ops)}
 
@@ -42,6 +44,7 @@ def set_as_default(project_id: str, branch_id: str, server: Server, key: Key):
 
 router.post(BRANCH + "/set_as_default", tags=["branches"], response_model=BranchOperations,
             **OUT)(set_as_default)
-# the former name of the same call, still used by the official Python client (neon-api)
+# the former name of the same call, still used by the official Python client (neon-api):
+# served, but left out of the OpenAPI document (the official document has only set_as_default)
 router.post(BRANCH + "/set_as_primary", tags=["branches"], response_model=BranchOperations,
-            operation_id="set_as_primary", **OUT)(set_as_default)
+            include_in_schema=False, **OUT)(set_as_default)

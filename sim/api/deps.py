@@ -33,8 +33,17 @@ Key = Annotated[ApiKey, Depends(authenticate)]
 
 def given(model: BaseModel | None, *, include: set[str] | None = None,
           exclude: set[str] | None = None) -> dict[str, Any]:
-    """The fields a client sent (null = not sent), as plain JSON values."""
+    """The fields a client sent (null = not sent), as plain JSON values.
+
+    Documented fields kept by a nested model come along inside its value (an
+    endpoint's `settings.preload_libraries`); the top model's own are its
+    `documented`, for the route to store."""
     if model is None:
         return {}
-    return model.model_dump(mode="json", exclude_unset=True, exclude_none=True,
+    sent = model.model_dump(mode="json", exclude_unset=True, exclude_none=True,
                             include=include, exclude=exclude)
+    for name, value in sent.items():
+        inner = getattr(model, name, None)
+        if isinstance(inner, BaseModel) and isinstance(value, dict):
+            value.update(getattr(inner, "documented", {}))
+    return sent

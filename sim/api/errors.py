@@ -11,6 +11,7 @@ Every response carries `x-request-id`.
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
@@ -109,6 +110,9 @@ def validation_message(errors: list[dict[str, Any]]) -> tuple[str, str]:
         return "INVALID_REQUEST", ("the request body must be a JSON object, sent with "
                                    "content-type: application/json")
     kind = first.get("type")
+    if kind == "documented_field":  # a documented field the model keeps: its own path inside
+        inner = first["ctx"]["field"]
+        return "INVALID_REQUEST", f"{path + '.' if path else ''}{inner}: {first['ctx']['reason']}"
     if kind == "extra_forbidden":
         reason = "unknown field"
     elif kind == "missing" and not path:
@@ -117,6 +121,19 @@ def validation_message(errors: list[dict[str, Any]]) -> tuple[str, str]:
         reason = first.get("msg", "invalid value").removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return "INVALID_REQUEST", f"{path or 'body'}: {reason}{more}"
+
+
+def allowed_methods(app: FastAPI, path: str) -> list[str]:
+    """Every method some route serves on `path` (the `Allow` header of a 405)."""
+    table = getattr(app.state, "route_methods", None)
+    if table is None:
+        table = []
+        for template, item in app.openapi().get("paths", {}).items():
+            parts = re.split(r"(\{[^}]+\})", template)
+            pattern = "".join("[^/]+" if p.startswith("{") else re.escape(p) for p in parts)
+            table.append((re.compile(f"^{pattern}$"), {m.upper() for m in item}))
+        app.state.route_methods = table
+    return sorted({m for pattern, methods in table if pattern.match(path) for m in methods})
 
 
 def install(app: FastAPI, server: SimServer) -> None:
@@ -144,8 +161,11 @@ def install(app: FastAPI, server: SimServer) -> None:
             message = f"method {request.method} is not allowed on {request.url.path}"
         else:
             message = str(exc.detail)
-        return error_response(request, status, _CODES.get(status, "ERROR"), message,
-                              dict(exc.headers) if exc.headers else None)
+        headers = dict(exc.headers) if exc.headers else None
+        if status == 405:  # the router names the first matching route's methods only
+            allowed = allowed_methods(request.app, request.url.path)
+            headers = {**(headers or {}), "Allow": ", ".join(allowed)} if allowed else headers
+        return error_response(request, status, _CODES.get(status, "ERROR"), message, headers)
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception) -> JSONResponse:

@@ -18,6 +18,7 @@ from sim.api.schemas import (
     BranchCreated,
     BranchCreateRequest,
     BranchOperations,
+    BranchResponse,
     ProjectCreate,
     ProjectCreated,
     ProjectCreateRequest,
@@ -26,7 +27,8 @@ from sim.api.schemas import (
     ProjectsResponse,
     ProjectUpdateRequest,
 )
-from sim.api.schemas_roles import BranchAnnotated, BranchesPage
+from sim.api.schemas_roles import BranchesPage
+from sim.engine.model import Branch, Project
 from sim.rules.errors import not_found
 
 router = APIRouter(prefix="/api/v2", responses=ERRORS)
@@ -35,6 +37,7 @@ BranchSortKey = Literal["updated_at", "created_at", "name"]
 SortOrder = Literal["desc", "asc"]
 MAX_PROJECTS_PAGE = 400  # as the real API's list of projects
 DEFAULT_PROJECTS_PAGE = 10
+END_OF_LIST = "end"  # the cursor of an empty first page: sent back, it gives an empty page
 
 
 def _default_endpoint(spec: ProjectCreate) -> dict[str, Any]:
@@ -47,6 +50,17 @@ def _default_endpoint(spec: ProjectCreate) -> dict[str, Any]:
     if settings:
         values["settings"] = settings
     return values
+
+
+def keep_documented(thing: Project | Branch, fields: dict[str, Any]) -> None:
+    """Keep documented fields the simulator does not model, to answer them back.
+
+    Objects (a project's `settings`) are merged key by key, as a PATCH does."""
+    for name, value in fields.items():
+        old = thing.documented.get(name)
+        if isinstance(old, dict) and isinstance(value, dict):
+            value = {**old, **value}
+        thing.documented[name] = value
 
 
 # ---- projects --------------------------------------------------------------------------------
@@ -69,6 +83,12 @@ def create_project(body: ProjectCreateRequest, server: Server, key: Key):
     with server.world() as cp:
         made = cp.create_project(name, owner_id=owner_id, org_id=org_id,
                                  default_endpoint=_default_endpoint(spec), **args)
+        keep_documented(made.project, spec.documented)
+        if spec.default_endpoint_settings is not None:  # applied to the compute above, and kept
+            keep_documented(made.project, {"default_endpoint_settings":
+                                           given(spec.default_endpoint_settings)})
+        if spec.branch is not None:
+            keep_documented(made.branch, spec.branch.documented)
         primary = made.computes[0] if made.computes else None
         return {
             "project": ser.project(cp, made.project),
@@ -98,17 +118,19 @@ def list_projects(
         if search:
             wanted = search.lower()
             reached = [p for p in reached if wanted in p.name.lower() or wanted in p.id]
-        if cursor:
+        if cursor == END_OF_LIST:
+            reached = []
+        elif cursor:
             ids = [p.id for p in reached]
             if cursor not in ids:
                 raise not_found("project", cursor, "cursor")
             reached = reached[ids.index(cursor) + 1:]
         page = reached[:limit]
-        next_cursor = page[-1].id if page else cursor
-        answer: dict[str, Any] = {"projects": ser.projects(cp, page)}
-        if next_cursor:  # the document's cursor is a non-empty string: none, no pagination
-            answer["pagination"] = {"cursor": next_cursor}
-        return answer
+        none: dict[str, list[str]] = {p.id: [] for p in page}
+        # the document wants a cursor on every page, the empty ones too
+        return {"projects": ser.projects(cp, page),
+                "pagination": {"cursor": page[-1].id if page else cursor or END_OF_LIST},
+                "applications": none, "integrations": dict(none)}
 
 
 @router.get("/projects/shared", tags=["projects"], response_model=ProjectsResponse, **OUT)
@@ -121,7 +143,8 @@ def list_shared_projects(
     """Projects other accounts shared with the key's user: the simulator has no sharing,
     so none (declared before /projects/{project_id}, which would read `shared` as an id)."""
     with server.world():
-        return {"projects": []}
+        return {"projects": [], "pagination": {"cursor": END_OF_LIST},
+                "applications": {}, "integrations": {}}
 
 
 @router.get("/projects/{project_id}", tags=["projects"], response_model=ProjectResponse, **OUT)
@@ -138,6 +161,7 @@ def update_project(project_id: str, body: ProjectUpdateRequest, server: Server, 
     with server.world() as cp:
         key.project(cp, project_id)
         project, ops = cp.update_project(project_id, **changes)
+        keep_documented(project, body.project.documented)
         return {"project": ser.project(cp, project), "operations": ser.operations(cp, ops)}
 
 
@@ -169,6 +193,8 @@ def create_branch(project_id: str, server: Server, key: Key,
         made = cp.create_branch(project_id, spec.get("name"), spec.get("parent_id"), endpoints,
                                 protected=spec.get("protected", False),
                                 annotation=body.annotation_value)
+        keep_documented(made.branch, {**body.documented, **(body.branch.documented
+                                                            if body.branch else {})})
         primary = next((c for c in made.computes if c.is_read_write), None)
         return {"branch": ser.branch(cp, made.branch),
                 "endpoints": ser.endpoints(cp, made.computes),
@@ -201,7 +227,7 @@ def list_branches(
 
 
 @router.get("/projects/{project_id}/branches/{branch_id}", tags=["branches"],
-            response_model=BranchAnnotated, **OUT)
+            response_model=BranchResponse, **OUT)
 def get_branch(project_id: str, branch_id: str, server: Server, key: Key):
     with server.world() as cp:
         key.project(cp, project_id)

@@ -1,9 +1,11 @@
 """Request and response bodies of the API, as pydantic models: the OpenAPI document.
 
 Requests refuse unknown fields and take values in their JSON types only (no
-"5" for 5). They check shapes, never the rules of spec.md: sizes, timeouts,
-states and the one-primary rule are the engine's, so a value of the right
-type always reaches the control plane, which accepts it or says why not.
+"5" for 5); fields of the official document that a model does not declare
+are accepted, checked and kept (`documented`). They check shapes, never the
+rules of spec.md: sizes, timeouts, states and the one-primary rule are the
+engine's, so a value of the right type always reaches the control plane,
+which accepts it or says why not.
 Field names and shapes follow the real API v2 (and the official client's
 models), so real clients parse every answer.
 """
@@ -16,12 +18,16 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     StrictBool,
     StrictInt,
     StrictStr,
     field_validator,
+    model_validator,
 )
+from pydantic_core import PydanticCustomError
 
+from sim.api.documented import ShapeError, as_json_schema, check, documented_fields
 from sim.rules.operations import Action
 from sim.rules.states import ComputeState, ComputeType, OperationStatus
 
@@ -30,6 +36,47 @@ Number = Annotated[float, Field(strict=True)]  # a JSON number (integers too), n
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    _documented: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _documented_fields(cls, data: Any, handler: Any) -> Any:
+        # the document's fields this model does not declare are set aside, checked and
+        # kept; whatever is left goes through the model, which refuses unknown fields
+        known = documented_fields(cls.__name__)
+        kept: dict[str, Any] = {}
+        if known and isinstance(data, dict):
+            declared = {f.alias or name for name, f in cls.model_fields.items()}
+            for name in [k for k in data if k in known and k not in declared]:
+                try:
+                    _check_unicode(data[name])
+                    check(data[name], known[name], name)
+                except ShapeError as e:
+                    raise PydanticCustomError("documented_field", "{reason}",
+                                              {"field": e.path, "reason": e.reason}) from None
+                except ValueError as e:
+                    raise PydanticCustomError("documented_field", "{reason}",
+                                              {"field": name, "reason": str(e)}) from None
+                kept[name] = data[name]
+            data = {k: v for k, v in data.items() if k not in kept}
+        model = handler(data)
+        model._documented = kept
+        return model
+
+    @property
+    def documented(self) -> dict[str, Any]:
+        """The document's fields the client sent that this model does not model."""
+        return self._documented
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> Any:
+        # the server's own OpenAPI document lists the documented fields it accepts
+        schema = handler(core_schema)
+        target = handler.resolve_ref_schema(schema)
+        for name, shape in documented_fields(cls.__name__).items():
+            target.setdefault("properties", {}).setdefault(name, {
+                **as_json_schema(shape), "description": "kept and answered back, not modelled"})
+        return schema
 
     @field_validator("*")
     @classmethod
@@ -265,6 +312,11 @@ class BranchOut(Out):
     data_transfer_bytes: int
     created_at: str
     updated_at: str
+    # kept from the creation request and answered back (see `documented`)
+    expires_at: str | None = None
+    init_source: str | None = None
+    parent_lsn: str | None = None
+    parent_timestamp: str | None = None
 
 
 class ProjectListItemOut(Out):
@@ -288,6 +340,7 @@ class ProjectListItemOut(Out):
     org_id: str | None = None
     compute_last_active_at: str | None = None
     settings: dict[str, Any]
+    default_endpoint_settings: dict[str, Any] | None = None
 
 
 class ProjectOut(ProjectListItemOut):
@@ -378,11 +431,22 @@ class ProjectCreated(Out):
 
 class ProjectsResponse(Out):
     projects: list[ProjectListItemOut]
-    pagination: Pagination | None = None  # absent when there is no cursor to give
+    pagination: Pagination
+    # by project id: the integrations installed (the simulator has none, so empty lists)
+    applications: dict[str, list[str]]
+    integrations: dict[str, list[str]]
+
+
+class AnnotationOut(Out):
+    object: dict[str, str]
+    value: dict[str, str]
+    created_at: str
+    updated_at: str
 
 
 class BranchResponse(Out):
     branch: BranchOut
+    annotation: AnnotationOut
 
 
 class BranchOperations(Out):
@@ -401,6 +465,7 @@ class BranchCreated(Out):
 
 class BranchesResponse(Out):
     branches: list[BranchOut]
+    annotations: dict[str, AnnotationOut]  # by branch id
 
 
 # ---- /_sim responses -------------------------------------------------------------------------

@@ -55,7 +55,7 @@ class IntegrationDeleteRequest(Body):
 
 
 class OAuthProviderCreateRequest(Body):
-    id: StrictStr = Field(description="github, google or microsoft")
+    id: StrictStr = Field(description="github, google, microsoft or vercel")
     client_id: StrictStr | None = Field(
         None, description="with client_secret: your own credentials (standard); neither: shared")
     client_secret: Secret = None

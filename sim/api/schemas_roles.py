@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import StrictBool, StrictStr
 
-from sim.api.schemas import Body, BranchOut, DatabaseOut, OperationOut, Out, RoleOut
+from sim.api.schemas import AnnotationOut, Body, BranchOut, DatabaseOut, OperationOut, Out, RoleOut
 
 # ---- requests --------------------------------------------------------------------------------
 
@@ -87,18 +87,6 @@ class ConnectionUriResponse(Out):
     uri: str
 
 
-class AnnotationObject(Out):
-    type: str
-    id: str
-
-
-class AnnotationOut(Out):
-    object: AnnotationObject
-    value: dict[str, str]
-    created_at: str | None = None
-    updated_at: str | None = None
-
-
 class BranchPagination(Out):
     next: str | None = None
     sort_by: str
@@ -109,11 +97,6 @@ class BranchesPage(Out):
     branches: list[BranchOut]
     annotations: dict[str, AnnotationOut]
     pagination: BranchPagination
-
-
-class BranchAnnotated(Out):
-    branch: BranchOut
-    annotation: AnnotationOut
 
 
 class RegionOut(Out):

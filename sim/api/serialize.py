@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from sim.engine.control_plane import ControlPlane
 
 IDLE = ComputeState.IDLE.value
+#: documented request fields kept on a branch that its answers carry back as they are
+BRANCH_ECHOED = ("expires_at", "init_source", "parent_lsn", "parent_timestamp")
+#: ... and on a project
+PROJECT_ECHOED = ("default_endpoint_settings",)
 PLATFORM = "aws"
 PROVISIONER = "k8s-neonvm"
 CREATION_SOURCE = "console"
@@ -166,6 +170,7 @@ def branch(cp: ControlPlane, b: Branch, use: Usage | None = None) -> dict[str, A
         finished = made.finished_at if made is not None else None
         state, pending, changed = "ready", None, finished or b.created_at
     use = use or Usage()
+    kept = b.documented
     return _drop_none({
         "id": b.id,
         "project_id": b.project_id,
@@ -185,6 +190,7 @@ def branch(cp: ControlPlane, b: Branch, use: Usage | None = None) -> dict[str, A
         "data_transfer_bytes": 0,
         "created_at": iso(b.created_at),
         "updated_at": iso(b.updated_at),
+        **{name: kept[name] for name in BRANCH_ECHOED if name in kept},
     })
 
 
@@ -223,7 +229,7 @@ def project(cp: ControlPlane, p: Project, use: Usage | None = None, *, full: boo
         "proxy_host": _proxy_host(cp, p),
         "branch_logical_size_limit": 0,
         "branch_logical_size_limit_bytes": 0,
-        "store_passwords": True,
+        "store_passwords": p.documented.get("store_passwords", True),
         "active_time": int(use.active_s),
         "cpu_used_sec": int(use.cu_s),
         "creation_source": CREATION_SOURCE,
@@ -233,7 +239,8 @@ def project(cp: ControlPlane, p: Project, use: Usage | None = None, *, full: boo
         "owner_id": p.owner_id,
         "org_id": p.org_id,
         "compute_last_active_at": iso(use.last_active),
-        "settings": {},
+        "settings": dict(p.documented.get("settings", {})),
+        **{name: p.documented[name] for name in PROJECT_ECHOED if name in p.documented},
     })
     if full:
         period_start, period_end = _month_bounds(cp.clock.instant(cp.now))
@@ -311,5 +318,5 @@ def annotation(cp: ControlPlane, b: Branch) -> dict[str, Any]:
 
 
 def annotations(cp: ControlPlane, items: Iterable[Branch]) -> dict[str, Any]:
-    """Annotations of the branches that have one, by branch id."""
-    return {b.id: annotation(cp, b) for b in items if b.annotation is not None}
+    """The annotation of every branch listed, by branch id (value {} when none was sent)."""
+    return {b.id: annotation(cp, b) for b in items}

@@ -38,7 +38,7 @@ from sim.rules.states import OperationStatus
 
 MAX_LIST_LIMIT = 1000
 MAX_SIMULATED_S = 100 * 365 * 86_400.0  # far beyond any scenario; keeps the clock finite
-PG_VERSIONS = (14, 15, 16, 17)  # Postgres major versions a project may run
+PG_VERSIONS = (14, 15, 16, 17, 18)  # Postgres major versions a project may run
 
 
 @dataclass
@@ -168,11 +168,17 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         history_retention_seconds: int = 86_400, branch_name: str = "main",
         default_endpoint: dict[str, Any] | None = None, with_compute: bool = True,
         compute_key: str | None = None, pg_version: int = 17,
-        role_name: str = role_rules.DEFAULT_ROLE, database_name: str = role_rules.DEFAULT_DATABASE,
+        role_name: str | None = None, database_name: str | None = None,
     ) -> Created:
         """A project with its default branch and read_write compute (create_timeline, start).
 
-        The default branch has an owner role and a database it owns."""
+        The default branch has an owner role and a database it owns: `neondb_owner` and
+        `neondb`, or the names given; a database named alone is owned by `<database>_owner`
+        (as the real API)."""
+        database_name = database_name or role_rules.DEFAULT_DATABASE
+        if role_name is None:
+            role_name = (role_rules.DEFAULT_ROLE if database_name == role_rules.DEFAULT_DATABASE
+                         else f"{database_name}_owner")
         if name is not None:
             check_name("project.name", name)
         role_rules.check_role_name("project.branch.role_name", role_name)

@@ -8,8 +8,6 @@ gets different connection details (spec.md, compute changes #6).
 
 from __future__ import annotations
 
-import uuid
-
 import numpy as np
 
 ADJECTIVES = (
@@ -36,6 +34,15 @@ NOUNS = (
     "wildflower", "wind", "wood",
 )
 _ALNUM = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)
+
+
+def _uuid4(raw: bytes) -> str:
+    """str(uuid.UUID(bytes=raw, version=4)), without building the UUID object."""
+    b = bytearray(raw)
+    b[6] = (b[6] & 0x0F) | 0x40
+    b[8] = (b[8] & 0x3F) | 0x80
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 class IdFactory:
@@ -67,7 +74,22 @@ class IdFactory:
         return self._unique(lambda: f"ep-{self._words(rng)}-{self._suffix(rng)}")
 
     def operation(self, rng: np.random.Generator) -> str:
-        return self._unique(lambda: str(uuid.UUID(bytes=rng.bytes(16), version=4)))
+        return self._unique(lambda: _uuid4(rng.bytes(16)))
+
+    def operations(self, rng: np.random.Generator, n: int) -> list[str]:
+        """n operation ids at once: the very ids n calls of `operation` would give.
+
+        rng.bytes(16 n) is the concatenation of n draws of rng.bytes(16) (whole 64-bit
+        words each); on the (never yet seen) collision with an issued id, the stream is
+        put back and the ids are drawn one by one, redrawing as `operation` does."""
+        state = rng.bit_generator.state
+        raw = rng.bytes(16 * n)
+        ids = [_uuid4(raw[16 * k:16 * k + 16]) for k in range(n)]
+        if len(set(ids)) == n and self._issued.isdisjoint(ids):
+            self._issued.update(ids)
+            return ids
+        rng.bit_generator.state = state
+        return [self.operation(rng) for _ in range(n)]
 
     def opaque(self, rng: np.random.Generator, prefix: str, n: int = 24) -> str:
         """Keys and secrets (auth integrations); unique like every other id."""

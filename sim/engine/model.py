@@ -166,6 +166,8 @@ class Branch:
     annotation: dict[str, str] | None = None  # annotation_value of the creation request
     roles: dict[str, Role] = field(default_factory=dict)  # by name, creation order
     databases: dict[str, Database] = field(default_factory=dict)  # by name, creation order
+    # request fields of the real API the simulator keeps but does not model (answered back)
+    documented: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True, eq=False)
@@ -189,3 +191,5 @@ class Project:
     operations: list[Operation] = field(default_factory=list)  # by created_us ascending
     last_op_us: int = -1
     last_database_id: int = 0  # database ids count up within a project
+    # request fields of the real API the simulator keeps but does not model (answered back)
+    documented: dict[str, Any] = field(default_factory=dict)

@@ -57,8 +57,8 @@ N_FLOATS = 24
 # parameters
 (P_A0, P_UNTIL, P_TIMEOUT, P_MAX_CONN, P_POOLED, P_POOL_SIZE, P_QUEUE_TIMEOUT, P_DISK,
  P_MIN_CU, P_MAX_CU, P_FIXED, P_TCPU, P_RAM_TMEM, P_DELAY, P_FAIL_RATE, P_BACKOFF,
- P_POOLER_MAX, P_EVERY, P_TICK0) = range(19)
-N_PARAMS = 19
+ P_POOLER_MAX, P_EVERY, P_TICK0, P_RESUME) = range(20)
+N_PARAMS = 20
 
 
 class Out:
@@ -244,14 +244,18 @@ def _submit(f, i, action, lane, op_action, op_created, op_status, op_failures, o
 
 
 @njit(cache=True)
-def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i):
-    """Run one compute from its creation's start to the end of the run.
+def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, server0, client0,
+            temp0, load0):
+    """Run one compute to the end of the run, from its creation's start or from a state.
 
-    The start that creation began finishes at p[P_A0] (the SimPy engine ran it);
-    sessions that arrive before then wait for it. `f` and `i` carry the float and
-    integer state in (the sums so far) and out. Returns the output arrays
-    (`Out.NAMES`); i[TIE] = 1 when two things at one instant would need an order
-    the kernel does not know (nothing after that instant is valid).
+    From creation (p[P_RESUME] == 0): the start that creation began finishes at
+    p[P_A0] (the SimPy engine ran it); sessions that arrive before then wait for it.
+    Resumed (p[P_RESUME] == 1): at p[P_A0] the SimPy engine hands over a compute
+    with no operation underway and nobody waiting; `f` and `i` hold its state and
+    open0 ... load0 its heaps (lists in heap order, kept as they are). `f` and `i`
+    carry the float and integer state in (the sums so far) and out. Returns the
+    output arrays (`Out.NAMES`); i[TIE] = 1 when two things at one instant would
+    need an order the kernel does not know (nothing after that instant is valid).
     """
     n = len(arr)
     until = p[P_UNTIL]
@@ -293,9 +297,27 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i):
     load.pop()
     waiting = [np.int64(0)]
     waiting.pop()
-    # sessions that arrive while the creation's start runs wait for it (or are refused)
+    for x in open0:
+        open_ends.append(x)
+    for x in server0:
+        server_ends.append(x)
+    for x in client0:
+        client_ends.append(x)
+    for r in range(len(temp0)):
+        temp.append((temp0[r, 0], temp0[r, 1]))
+    for r in range(len(load0)):
+        load.append((load0[r, 0], load0[r, 1], load0[r, 2]))
     A0 = p[P_A0]
-    while i[NEXT_ARR] < n and arr[i[NEXT_ARR]] < A0:
+    T = p[P_TIMEOUT]
+    f[STALE_T] = INF
+    redo_arm = True
+    if p[P_RESUME] > 0:
+        f[NOW] = A0
+        sp_start[0] = A0  # on from the hand-over, if it is on
+        i[N_SPAN] = 0
+        redo_arm = False  # the engine's timer stands as it was armed
+    # sessions that arrive while the creation's start runs wait for it (or are refused)
+    while p[P_RESUME] == 0 and i[NEXT_ARR] < n and arr[i[NEXT_ARR]] < A0:
         s = i[NEXT_ARR]
         i[NEXT_ARR] = s + 1
         limit = p[P_POOLER_MAX] if p[P_POOLED] > 0 else p[P_MAX_CONN]
@@ -305,28 +327,26 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i):
                     REFUSED_POOLER_FULL if p[P_POOLED] > 0 else REFUSED_TOO_MANY, False)
         else:
             waiting.append(s)
-    if (i[NEXT_ARR] < n and arr[i[NEXT_ARR]] == A0) or (every > 0 and p[P_TICK0] + every <= A0):
-        i[TIE] = 1
-        until = A0
-
-    T = p[P_TIMEOUT]
-    f[TICK_T] = p[P_TICK0] + every
-    f[TICK_SCHED] = p[P_TICK0]
-    f[STALE_T] = INF
-    # the first activation, as `ComputeRuntime.activated` does it
-    f[NOW] = A0
-    now = f[NOW]
-    f[QUIET_SINCE] = now
-    _expire(f, open_ends, server_ends, client_ends, temp, load, now)
-    for s in waiting:
-        _admit(f, i, p, valid, s, arr[s], now, dur[s], cpu[s], mem[s], tmp[s], True,
-               open_ends, server_ends, client_ends, temp, load,
-               rec_idx, rec_wait, rec_outcome, rec_cold)
-    waiting.clear()
-    i[ON] = 1
-    sp_start[0] = -INF  # the creation's span: the caller knows where it began
-    i[N_SPAN] = 0
-    redo_arm = True
+    if p[P_RESUME] == 0:
+        if ((i[NEXT_ARR] < n and arr[i[NEXT_ARR]] == A0)
+                or (every > 0 and p[P_TICK0] + every <= A0)):
+            i[TIE] = 1
+            until = A0
+        f[TICK_T] = p[P_TICK0] + every
+        f[TICK_SCHED] = p[P_TICK0]
+        # the first activation, as `ComputeRuntime.activated` does it
+        f[NOW] = A0
+        now = f[NOW]
+        f[QUIET_SINCE] = now
+        _expire(f, open_ends, server_ends, client_ends, temp, load, now)
+        for s in waiting:
+            _admit(f, i, p, valid, s, arr[s], now, dur[s], cpu[s], mem[s], tmp[s], True,
+                   open_ends, server_ends, client_ends, temp, load,
+                   rec_idx, rec_wait, rec_outcome, rec_cold)
+        waiting.clear()
+        i[ON] = 1
+        sp_start[0] = -INF  # the creation's span: the caller knows where it began
+        i[N_SPAN] = 0
     d_given = False
     d_val = INF
     while True:

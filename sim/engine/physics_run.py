@@ -97,18 +97,13 @@ def _durations(cp: ControlPlane) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.array(kinds, dtype=np.int64), np.array(a), np.array(b)
 
 
-def advance_compute(cp: ControlPlane, c: Compute, sessions: Sessions, until: float,
-                    checks: tuple[float, float] | None) -> Advanced:
-    """Run compute `c` (started by its creation, then left alone by the engine) to `until`.
-
-    `checks`: (when its branch's availability checks began, their period), when the
-    checks of its branch fall on it. Raises Tie."""
+def _params(cp: ControlPlane, c: Compute, start: float, until: float,
+            checks: tuple[float, float] | None, resume: bool) -> np.ndarray:
     rt = c.runtime
-    assert rt is not None and rt.activated_at is not None
-    assert c.current_state == _STATES[k.ACTIVE] and c.pending_state is None
+    assert rt is not None
     cfg = cp.config
     p = np.zeros(k.N_PARAMS)
-    p[k.P_A0] = rt.activated_at
+    p[k.P_A0] = start
     p[k.P_UNTIL] = until
     p[k.P_TIMEOUT] = -1.0 if rt.idle_timeout is None else rt.idle_timeout
     p[k.P_MAX_CONN] = rt.max_conn
@@ -127,6 +122,14 @@ def advance_compute(cp: ControlPlane, c: Compute, sessions: Sessions, until: flo
     p[k.P_POOLER_MAX] = POOLER_MAX_CLIENTS
     if checks is not None:
         p[k.P_TICK0], p[k.P_EVERY] = checks
+    p[k.P_RESUME] = 1.0 if resume else 0.0
+    return p
+
+
+def _state(c: Compute) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's float and integer state from the compute and its runtime."""
+    rt = c.runtime
+    assert rt is not None
     f = np.zeros(k.N_FLOATS)
     f[[k.ARMED_AT, k.FIRE_T, k.RESIZE_AT, k.WAKE_AT, k.OP_EVT_T]] = INF
     f[k.BUSY_UNTIL] = rt.busy_until
@@ -141,15 +144,99 @@ def advance_compute(cp: ControlPlane, c: Compute, sessions: Sessions, until: flo
     i[k.SESSIONS], i[k.REFUSED], i[k.QUEUED] = s.sessions, s.refused, s.queued
     i[k.QUEUE_TIMEOUTS], i[k.DISK_FULLS], i[k.PEAK] = s.queue_timeouts, s.disk_full, s.peak_connections
     i[k.COLD_STARTS], i[k.SUSPENDS] = s.cold_starts, s.suspends
+    return f, i
+
+
+_NO_HEAPS = (np.empty(0), np.empty(0), np.empty(0), np.empty((0, 2)), np.empty((0, 3)))
+
+
+def _run(cp: ControlPlane, c: Compute, sessions: Sessions, p: np.ndarray, f: np.ndarray,
+         i: np.ndarray, heaps: tuple[np.ndarray, ...]) -> dict[str, np.ndarray]:
     dk, da, db = _durations(cp)
-    result = k.advance(*sessions, p, _VALID, cp.streams.get(f"ops/{c.key}"), dk, da, db, f, i)
+    result = k.advance(*sessions, p, _VALID, cp.streams.get(f"ops/{c.key}"), dk, da, db, f, i,
+                       *heaps)
     out = dict(zip(k.Out.NAMES, result, strict=True))
     if out["i"][k.TIE]:
         raise Tie("two events of a compute at the same instant")
+    return out
+
+
+def advance_compute(cp: ControlPlane, c: Compute, sessions: Sessions, until: float,
+                    checks: tuple[float, float] | None) -> Advanced:
+    """Run compute `c` (started by its creation, then left alone by the engine) to `until`.
+
+    `checks`: (when its branch's availability checks began, their period), when the
+    checks of its branch fall on it. Raises Tie."""
+    rt = c.runtime
+    assert rt is not None and rt.activated_at is not None
+    assert c.current_state == _STATES[k.ACTIVE] and c.pending_state is None
+    f, i = _state(c)
+    out = _run(cp, c, sessions, _params(cp, c, rt.activated_at, until, checks, False), f, i,
+               _NO_HEAPS)
     n_span = int(out["i"][k.N_SPAN])
     starts = out["sp_start"][:n_span].copy()
     starts[0] = c.created_at
     return Advanced(c, sessions, out, starts, out["sp_end"][:n_span].copy())
+
+
+def can_resume(cp: ControlPlane, c: Compute, next_tick: float | None) -> bool:
+    """Whether the engine can hand `c` over to the kernel now: nothing underway, nobody
+    waiting, nothing of it due at this very instant."""
+    rt = c.runtime
+    now = cp.now
+    return (rt is not None and not c.deleted and not c.disabled and c.pending_state is None
+            and c.current_state in (_STATES[k.ACTIVE], _STATES[k.IDLE])
+            and rt.iv_state == c.current_state and not rt.waiting
+            and not cp.executor.lane_busy(c.id) and rt.armed_at > now
+            and (next_tick is None or next_tick > now))
+
+
+@dataclass
+class Handover:
+    """A compute's state when the engine handed it to the kernel, taken at once."""
+
+    compute: Compute
+    at: float
+    f: np.ndarray
+    i: np.ndarray
+    heaps: tuple[np.ndarray, ...]
+    tick: tuple[float, float] | None  # (next tick, the tick before it)
+
+
+def hand_over(cp: ControlPlane, c: Compute, tick: tuple[float, float] | None) -> Handover:
+    """Take `c` from the engine now (see `can_resume`); the kernel runs it from here."""
+    rt = c.runtime
+    assert rt is not None
+    f, i = _state(c)
+    on = c.current_state == _STATES[k.ACTIVE]
+    i[k.CUR] = i[k.IV_STATE] = k.ACTIVE if on else k.IDLE
+    i[k.ON] = 1 if on else 0
+    i[k.NEXT_ARR] = rt.consumed
+    f[k.NOW] = cp.now
+    f[k.CPU_LOAD], f[k.MEM_LOAD], f[k.TEMP_USED] = rt.cpu_load, rt.mem_load, rt.temp_used
+    f[k.ARMED_AT] = f[k.FIRE_T] = rt.armed_at
+    f[k.FIRE_SCHED] = cp.now  # not known; it only orders exact ties between computes
+    f[k.RESIZE_AT] = INF if rt.resize_at is None else rt.resize_at
+    if tick is not None:
+        f[k.TICK_T], f[k.TICK_SCHED] = tick
+    heaps = (np.array(rt.open_ends, dtype=np.float64), np.array(rt.server_ends, dtype=np.float64),
+             np.array(rt.client_ends, dtype=np.float64),
+             np.array(rt.temp_ends, dtype=np.float64).reshape(-1, 2),
+             np.array(rt.load_ends, dtype=np.float64).reshape(-1, 3))
+    rt.external = True
+    rt.armed_at = INF  # its pending timer event finds itself stale and does nothing
+    return Handover(c, cp.now, f, i, heaps, tick)
+
+
+def resume_compute(cp: ControlPlane, h: Handover, sessions: Sessions, until: float,
+                   checks: tuple[float, float] | None) -> Advanced:
+    """Run a compute the engine handed over (`hand_over`) to `until`. Raises Tie."""
+    c = h.compute
+    out = _run(cp, c, sessions, _params(cp, c, h.at, until, checks, True), h.f.copy(),
+               h.i.copy(), h.heaps)
+    n_span = int(out["i"][k.N_SPAN])
+    return Advanced(c, sessions, out, out["sp_start"][:n_span].copy(),
+                    out["sp_end"][:n_span].copy())
 
 
 def apply_advanced(cp: ControlPlane, adv: Advanced) -> list[Operation]:
@@ -215,16 +302,16 @@ def op_order(adv: Advanced) -> list[tuple[float, float]]:
 def _operations(cp: ControlPlane, adv: Advanced) -> list[Operation]:
     c, out = adv.compute, adv.out
     n = int(out["i"][k.N_OPS])
-    rng = cp.streams.get(f"ids/{c.key}")
+    ids = cp.ids.operations(cp.streams.get(f"ids/{c.key}"), n)
     backoff = cp.config.retry_backoff_s
     ops = []
-    for action, created, status, failures, updated, finished in zip(
-            out["op_action"][:n].tolist(), out["op_created"][:n].tolist(),
+    for ident, action, created, status, failures, updated, finished in zip(
+            ids, out["op_action"][:n].tolist(), out["op_created"][:n].tolist(),
             out["op_status"][:n].tolist(), out["op_failures"][:n].tolist(),
             out["op_updated"][:n].tolist(), out["op_finished"][:n].tolist(), strict=True):
         name = _ACTIONS[action].value
         op = Operation(
-            id=cp.ids.operation(rng), project_id=c.project_id, branch_id=c.branch_id,
+            id=ident, project_id=c.project_id, branch_id=c.branch_id,
             endpoint_id=c.id, action=name, status=_STATUS[status], created_us=to_us(created),
             updated_at=updated, failures_count=failures,
             error=f"{name} attempt {failures} failed (injected fault)" if failures else None,
@@ -235,4 +322,5 @@ def _operations(cp: ControlPlane, adv: Advanced) -> list[Operation]:
     return ops
 
 
-__all__ = ["Advanced", "Sessions", "Tie", "advance_compute", "apply_advanced", "op_order"]
+__all__ = ["Advanced", "Handover", "Sessions", "Tie", "advance_compute", "apply_advanced", "can_resume",
+           "hand_over", "op_order", "resume_compute"]

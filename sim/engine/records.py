@@ -31,7 +31,7 @@ class ConnectionRecord(NamedTuple):
     project_id: str
     arrival_s: float
     wait_s: float  # cold start and pool queue wait before the session began
-    duration_s: float  # planned session length
+    duration_s: float  # session length; for a dropped session, up to the cut
     outcome: str  # see Outcome
     cold: bool  # found the compute not active
 

@@ -55,7 +55,7 @@ class ComputeRuntime:
         "quiet_since", "armed_at", "resize_at", "feed", "batch", "idx", "next_arrival",
         "wake_at", "wake_cause", "iv_state", "iv_cu", "iv_start", "max_conn", "pool_size",
         "disk_bytes", "record_mode", "sample_rng", "sample_rate", "recorder", "idle_timeout",
-        "external", "activated_at",
+        "external", "activated_at", "open_records", "consumed",
     )
 
     def __init__(self, cp: ControlPlane, compute: Compute):
@@ -80,6 +80,7 @@ class ComputeRuntime:
         self.feed: Iterator[SessionArrays] | None = None
         self.batch: SessionArrays | None = None
         self.idx = 0
+        self.consumed = 0  # sessions of the workload that have arrived so far
         self.next_arrival = INF
         self.wake_at: float | None = None
         self.wake_cause = ""
@@ -92,6 +93,9 @@ class ComputeRuntime:
         self.record_mode = self.config.record_connections
         self.sample_rate = self.config.connection_sample_rate
         self.sample_rng: np.random.Generator | None = None  # drawn from only when sampling
+        #: indices in the recorder's connections of recorded sessions that may still be open:
+        #: a restart, suspension or deletion rewrites them as cut
+        self.open_records: list[int] = []
         self.refresh_settings()
 
     # -- configuration -----------------------------------------------------
@@ -180,6 +184,7 @@ class ComputeRuntime:
         b = self.batch
         assert b is not None
         i = self.idx
+        self.consumed += 1
         self.connect(b.arrival_s[i], b.duration_s[i], b.cpu[i], b.memory_gb[i], b.temp_bytes[i])
         i += 1
         if i < len(b.arrival_s):
@@ -199,10 +204,14 @@ class ComputeRuntime:
         if self.load_ends and self.load_ends[0][0] <= now:
             self._expire_load(now)
 
+    def held(self) -> int:
+        """Client sessions open now: direct ones and pooled ones. Both count, whatever the
+        pooler setting is now: turning the pooler on or off cuts no session."""
+        return len(self.open_ends) + len(self.client_ends)
+
     def open_connections(self, now: float) -> int:
         self._expire(now)
-        held = len(self.client_ends) if self.c.pooler_enabled else len(self.open_ends)
-        return held + len(self.waiting)
+        return self.held() + len(self.waiting)
 
     def last_active(self, now: float) -> float | None:
         c = self.c
@@ -224,7 +233,8 @@ class ComputeRuntime:
         if c.pooler_enabled:
             if len(self.client_ends) + len(self.waiting) >= POOLER_MAX_CLIENTS:
                 return self._refuse(t, duration, Outcome.REFUSED_POOLER_FULL)
-        elif len(self.open_ends) + len(self.waiting) >= self.max_conn:
+        elif (len(self.open_ends) + len(self.server_ends) + len(self.waiting)
+              >= self.max_conn):  # the pool's server connections are Postgres connections too
             return self._refuse(t, duration, Outcome.REFUSED_TOO_MANY)
         if c.current_state != ACTIVE or c.pending_state is not None:
             self.waiting.append((t, duration, cpu, mem, temp))
@@ -251,26 +261,26 @@ class ComputeRuntime:
         if c.pooler_enabled:
             servers = self.server_ends
             start = now
-            if len(servers) >= self.pool_size:
-                free_at = servers[0]
+            slot = self._next_slot()
+            if slot is not None:
+                free_at = slot[0]
                 if free_at - now > self.config.pool_queue_timeout_s:
                     stats.queue_timeouts += 1
                     heapq.heappush(self.client_ends, now + self.config.pool_queue_timeout_s)
                     self._record(arrival, now - arrival, d, Outcome.QUEUE_TIMEOUT, cold)
                     return Outcome.QUEUE_TIMEOUT
-                heapq.heappop(servers)
+                heapq.heappop(slot)  # the slot passes to this session when it frees
                 start = free_at
                 stats.queued += 1
                 stats.queue_wait_s += free_at - now
             end = start + d
             heapq.heappush(servers, end)
             heapq.heappush(self.client_ends, end)
-            held = len(self.client_ends)
         else:
             start = now
             end = now + d
             heapq.heappush(self.open_ends, end)
-            held = len(self.open_ends)
+        held = self.held()
         if temp > 0.0:
             self.temp_used += temp
             heapq.heappush(self.temp_ends, (end, temp))
@@ -284,28 +294,59 @@ class ComputeRuntime:
             self.mem_load += mem
             heapq.heappush(self.load_ends, (end, cpu, mem))
             self._load_changed()
-        self._record(arrival, start - arrival, d, Outcome.OK, cold)
+        if self._record(arrival, start - arrival, d, Outcome.OK, cold):
+            self.open_records.append(len(self.recorder.connections) - 1)
+            if len(self.open_records) > 2 * held + 64:  # forget the ones that ended
+                rows = self.recorder.connections
+                self.open_records = [i for i in self.open_records
+                                     if rows[i].arrival_s + rows[i].wait_s + rows[i].duration_s > now]
         return Outcome.OK
 
-    def _record(self, arrival: float, wait: float, d: float, outcome: str, cold: bool) -> None:
+    def _next_slot(self) -> list[float] | None:
+        """When a pooled session must queue: the heap whose first end frees its slot.
+
+        The pool holds at most pool_size server connections, and never more than the
+        Postgres connections that direct sessions leave free (direct sessions are only
+        there when the pooler was turned on while they were open)."""
+        servers, direct = self.server_ends, self.open_ends
+        if not direct:
+            return servers if len(servers) >= self.pool_size else None
+        if len(servers) < min(self.pool_size, self.max_conn - len(direct)):
+            return None
+        if len(servers) >= self.pool_size or (servers and servers[0] <= direct[0]):
+            return servers
+        return direct
+
+    def _record(self, arrival: float, wait: float, d: float, outcome: str, cold: bool) -> bool:
+        """Append a connection record (unless recording is off or the sample skips it)."""
         mode = self.record_mode
         if mode is ConnectionRecording.OFF:
-            return
+            return False
         if mode is ConnectionRecording.SAMPLED:
             if self.sample_rng is None:
                 self.sample_rng = self.cp.streams.get(f"connection-sample/{self.c.key}")
             if self.sample_rng.random() >= self.sample_rate:
-                return
+                return False
         c = self.c
         self.recorder.connections.append(
             ConnectionRecord(c.id, c.project_id, arrival, wait, d, outcome, cold)
         )
+        return True
 
     def drop_all(self, now: float, outcome_waiting: str | None = None) -> int:
-        """Cut every open session (restart, resize, suspend, delete). Returns how many."""
+        """Cut every open session (restart, resize, suspend, delete). Returns how many.
+
+        Their records say so: outcome dropped, and the time they had up to the cut."""
         self._expire(now)
-        held = len(self.client_ends) if self.c.pooler_enabled else len(self.open_ends)
+        held = self.held()
         self.c.stats.dropped += held
+        rows = self.recorder.connections
+        for i in self.open_records:
+            row = rows[i]
+            began = row.arrival_s + row.wait_s
+            if row.outcome == Outcome.OK and began + row.duration_s > now:
+                rows[i] = row._replace(outcome=Outcome.DROPPED, duration_s=max(0.0, now - began))
+        self.open_records.clear()
         self.open_ends.clear()
         self.server_ends.clear()
         self.client_ends.clear()

@@ -18,7 +18,7 @@ from sim.rules.errors import invalid
 #: spec.md: "Currently the only supported auth provider value is `stack`."
 AUTH_PROVIDERS: tuple[str, ...] = ("stack",)
 #: the external OAuth providers an auth project can sign users in with
-OAUTH_PROVIDER_IDS: tuple[str, ...] = ("github", "google", "microsoft")
+OAUTH_PROVIDER_IDS: tuple[str, ...] = ("github", "google", "microsoft", "vercel")
 
 DEFAULT_DATABASE_NAME = "svcdb"
 DEFAULT_ROLE_NAME = "svcdb_owner"
@@ -52,6 +52,8 @@ class CredentialType(StrEnum):
 SMTP_FIELDS: tuple[str, ...] = (
     "host", "port", "username", "password", "sender_email", "sender_name",
 )
+#: a shared server may still send as your own address and name
+SHARED_SENDER_FIELDS: tuple[str, ...] = ("sender_email", "sender_name")
 
 _EMAIL = re.compile(
     r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
@@ -196,16 +198,23 @@ def check_email_server(
 ) -> dict[str, Any]:
     """The configuration to store, with exactly the fields sent.
 
-    standard (a custom SMTP server) requires all six fields; shared takes none
-    (sending one of them with shared is refused rather than ignored).
+    standard (a custom SMTP server) requires all six fields; shared takes only
+    the sender's address and name, as the real API's document has them (kept
+    and answered back by the update; a read of a shared server shows only its
+    type). A server setting sent with shared is refused rather than ignored.
     """
     values = {"host": host, "port": port, "username": username, "password": password,
               "sender_email": sender_email, "sender_name": sender_name}
     if type == CredentialType.SHARED.value:
         for name in SMTP_FIELDS:
-            if values[name] is not None:
+            if values[name] is not None and name not in SHARED_SENDER_FIELDS:
                 raise invalid(name, "only allowed when type is standard")
-        return {"type": CredentialType.SHARED.value}
+        if sender_email is not None:
+            check_email(sender_email, "sender_email")
+        if sender_name is not None:
+            check_text("sender_name", sender_name)
+        sender = {k: values[k] for k in SHARED_SENDER_FIELDS if values[k] is not None}
+        return {"type": CredentialType.SHARED.value, **sender}
     if type != CredentialType.STANDARD.value:
         raise invalid("type", f"must be shared or standard, got {type!r}")
     for name in SMTP_FIELDS:

@@ -13,6 +13,7 @@ run of their own and merges the two results.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,9 @@ from sim.engine.physics_run import (
     advance_compute,
     apply_advanced,
     op_order,
+    resume_compute,
 )
+from sim.scenario.handover import Taken
 from sim.scenario.references import body_references, parse_reference
 from sim.scenario.schema import ComputeSpec, Scenario
 from sim.workload.arrivals import chunks
@@ -77,26 +80,36 @@ def longest_quiet(starts: np.ndarray, ends: np.ndarray, until: float) -> float:
     return float(max(gaps.max(initial=0.0), until - reach[-1]))
 
 
-def _check_storage(cp: ControlPlane, advanced: list[Advanced], until: float) -> None:
-    """A project (or non-default branch) quiet long enough would detach (archive): engine only."""
+def _check_storage(cp: ControlPlane, advanced: list[Advanced], until: float,
+                   quiet_since: dict[str, float | None] | None = None) -> None:
+    """A project (or non-default branch) quiet long enough would detach (archive): engine only.
+
+    `quiet_since`: for a project the engine handed over, since when its storage had been
+    quiet then ("project", "branch:<id>"; None: on)."""
     cfg = cp.config
-    groups: dict[str, list[Advanced]] = {}
+    groups: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for key, since in (quiet_since or {}).items():
+        if since is not None:  # a stretch that began in the engine's hands
+            groups.setdefault(key, []).append((np.array([since]), np.array([since])))
     for adv in advanced:
         c = adv.compute
-        groups.setdefault("project", []).append(adv)
+        spans = (adv.on_starts, adv.on_ends)
+        groups.setdefault("project", []).append(spans)
         if not cp.branches[c.branch_id].default:
-            groups.setdefault(f"branch:{c.branch_id}", []).append(adv)
+            groups.setdefault(f"branch:{c.branch_id}", []).append(spans)
     for key, group in groups.items():
+        if key != "project" and cp.branches[key.removeprefix("branch:")].default:
+            continue
         after = cfg.detach_after_s if key == "project" else cfg.archive_after_s
         if after is None:
             continue
-        starts = np.concatenate([adv.on_starts for adv in group])
-        ends = np.concatenate([adv.on_ends for adv in group])
+        starts = np.concatenate([s for s, _ in group])
+        ends = np.concatenate([e for _, e in group])
         if longest_quiet(starts, ends, until) >= after:
             raise HandBack("the project would be detached or a branch archived")
 
 
-def _checks_of(cp: ControlPlane, c: Compute) -> tuple[float, float] | None:
+def checks_of(cp: ControlPlane, c: Compute) -> tuple[float, float] | None:
     every = cp.config.check_availability_every_s
     branch = cp.branches[c.branch_id]
     if every is None or branch.id not in cp.checked_branches:
@@ -117,27 +130,50 @@ def _advance_project(cp: ControlPlane, scenario: Scenario,
             raise HandBack("not active within the run")
         try:
             advanced.append(advance_compute(cp, c, compute_sessions(scenario, cp, c, spec),
-                                            until, _checks_of(cp, c)))
+                                            until, checks_of(cp, c)))
         except Tie as err:
             raise HandBack(str(err)) from None
     _check_storage(cp, advanced, until)
     return advanced
 
 
+def _resume_project(cp: ControlPlane, scenario: Scenario, taken: Taken,
+                    specs: dict[str, ComputeSpec], until: float) -> list[Advanced]:
+    advanced = []
+    for h in taken.handovers:
+        c = h.compute
+        spec = specs.get(c.id)
+        sessions = Sessions.none() if spec is None else compute_sessions(scenario, cp, c, spec)
+        try:
+            advanced.append(resume_compute(cp, h, sessions, until, checks_of(cp, c)))
+        except Tie as err:
+            raise HandBack(str(err)) from None
+    _check_storage(cp, advanced, until, taken.quiet_since)
+    return advanced
+
+
 def run_fleet_path(cp: ControlPlane, scenario: Scenario,
-                   placed: Sequence[tuple[Compute, ComputeSpec]], until: float
+                   placed: Sequence[tuple[Compute, ComputeSpec]], until: float,
+                   taken: Sequence[Taken] = (), specs: dict[str, ComputeSpec] | None = None
                    ) -> dict[str, str]:
-    """Advance every external compute to `until` and write it into `cp`, project by project.
+    """Advance every external compute to `until` and write it into `cp`, project by project:
+    the `placed` ones from their creation's start, the `taken` ones from their hand-over
+    (`specs` gives their workloads by compute id).
 
     Returns the projects handed back to the engine (project id -> why); nothing of
-    theirs is written."""
-    by_project: dict[str, list[tuple[Compute, ComputeSpec]]] = {}
+    theirs is written by the kernel."""
+    jobs: dict[str, Any] = {}
     for c, spec in placed:
-        by_project.setdefault(c.project_id, []).append((c, spec))
+        jobs.setdefault(c.project_id, []).append((c, spec))
+    for t in taken:
+        jobs[t.project_id] = t
     handed_back: dict[str, str] = {}
-    for project_id, group in by_project.items():
+    for project_id, job in jobs.items():
         try:
-            advanced = _advance_project(cp, scenario, group, until)
+            if isinstance(job, Taken):
+                advanced = _resume_project(cp, scenario, job, specs or {}, until)
+            else:
+                advanced = _advance_project(cp, scenario, job, until)
         except HandBack as err:
             handed_back[project_id] = str(err)
             continue

@@ -19,12 +19,14 @@ from sim.engine.records import ActionRecord, RunResult
 from sim.rules.connections import DEFAULT_POOL_SHARE
 from sim.rules.errors import ApiError
 from sim.scenario.fleetpath_run import FLEET_PATH, engine_reasons, run_fleet_path
+from sim.scenario.handover import Taken, schedule_handovers
 from sim.scenario.merge import canonical_result, instance_order
 from sim.scenario.references import Reference, render_body, render_path
 from sim.scenario.schema import ComputeSpec, ProjectInstance, Scenario
 from sim.workload import Poisson, chunks
 
 Progress = Callable[[float, float], None]  # (simulated seconds reached, total)
+FLEET_AFTER_CALLS = "fleet path after its scripted calls"
 
 
 class ScenarioRunError(Exception):
@@ -216,7 +218,6 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
     placed: list[tuple[Compute, ComputeSpec]] = []
     external: list[tuple[Compute, ComputeSpec]] = []
     reasons = engine_reasons(scenario) if fleet_path else {}
-    roads: Counter[str] = Counter()
     for inst in instances:
         try:
             built = build_project(cp, scenario, inst, fleet)
@@ -228,26 +229,46 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
             external += built
         else:
             placed += built
-            roads[f"engine: {reasons.get(inst.key, 'fleet path off')}"] += len(built)
     attach_workloads(cp, scenario, placed)
     schedule_releases(cp, scenario)
     actions: list[ActionRecord] = []
     schedule_actions(cp, scenario, fleet, actions)
+    taken: list[Taken] = []
+    if fleet_path:
+        schedule_handovers(cp, scenario, fleet.projects, set(reasons), taken)
     total = scenario.duration
     for i in range(1, steps + 1):
         cp.run_until(total * i / steps)
         if progress is not None:
             progress(cp.now, total)
-    handed_back = run_fleet_path(cp, scenario, external, cp.now) if external else {}
-    roads[FLEET_PATH] += len(external) - sum(
-        1 for c, _ in external if c.project_id in handed_back)
+    handed_back = (run_fleet_path(cp, scenario, external, cp.now, taken,
+                                  {c.id: spec for c, spec in placed})
+                   if external or taken else {})
     result = cp.result(scenario.name, total, scenario.price_per_cu_hour,
                        assumptions(scenario, cp), exclude=set(handed_back))
     result.actions = actions
-    result.roads = {road: n for road, n in sorted(roads.items()) if n}
+    result.roads = _roads(cp, reasons if fleet_path else None, taken, set(handed_back))
     back = {cp.projects[pid].key for pid in handed_back}
     keys = [inst.key for inst in instances if inst.key not in back]
     return _Part(result, keys, [inst.key for inst in instances if inst.key in back], cp, fleet)
+
+
+def _roads(cp: ControlPlane, reasons: dict[str, str] | None, taken: Sequence[Taken],
+           handed_back: set[str]) -> dict[str, int]:
+    """Computes by the road that computed them (projects handed back are not counted here:
+    the run that takes them counts them)."""
+    resumed = {h.compute.id for t in taken for h in t.handovers}
+    roads: Counter[str] = Counter()
+    for c in cp.computes.values():
+        key = cp.projects[c.project_id].key
+        if c.project_id in handed_back:
+            continue
+        if c.runtime is not None and c.runtime.external:
+            roads[FLEET_AFTER_CALLS if c.id in resumed else FLEET_PATH] += 1
+        else:
+            reason = "fleet path off" if reasons is None else reasons.get(key, "created by a call")
+            roads[f"engine: {reason}"] += 1
+    return dict(sorted(roads.items()))
 
 
 def run_scenario(

@@ -162,7 +162,7 @@ class HttpDriver:
 
     def delete_oauth_provider(self, project_id: str, oauth_provider_id: str) -> None:
         self._call("DELETE", f"projects/{project_id}/auth/oauth_providers/{oauth_provider_id}",
-                   204)
+                   200)
 
     # -- redirect whitelist ---------------------------------------------------------------
     def list_redirect_domains(self, project_id: str) -> list[dict]:

@@ -204,7 +204,9 @@ def _smtp_body(kind: str, broken: str | None) -> tuple[dict[str, Any], Refusal |
     if kind == "shared":
         if broken is None:
             return {"type": "shared"}, None
-        return {"type": "shared", broken: SMTP[broken]}, Refusal(400, broken)
+        # a shared server takes the sender's address and name, no server setting
+        body = {"type": "shared", broken: SMTP[broken]}
+        return body, None if broken in ("sender_email", "sender_name") else Refusal(400, broken)
     if kind != "standard":
         return {"type": kind}, Refusal(400, "type")
     body: dict[str, Any] = {"type": "standard", **SMTP}
@@ -523,7 +525,9 @@ class AuthMachine(RuleBasedStateMachine):
         got = self._call(refusal, lambda: self.driver.update_email_server(pid, body))
         if refusal is None:
             assert got == body
-            m.integ(pid).email_server = {k: v for k, v in body.items() if k != "password"}
+            # GET shows only the type of a shared server (its sender too is kept, not shown)
+            shown = body if body["type"] == "standard" else {"type": "shared"}
+            m.integ(pid).email_server = {k: v for k, v in shown.items() if k != "password"}
 
     # -- invariants ------------------------------------------------------------------------
     def _view(self, read) -> Any:

@@ -19,7 +19,7 @@ def test_names_of_the_synced_table_and_defaults():
     assert (rules.SCHEMA_NAME, rules.TABLE_NAME) == ("svc_auth", "users_sync")
     assert (rules.DEFAULT_DATABASE_NAME, rules.DEFAULT_ROLE_NAME) == ("svcdb", "svcdb_owner")
     assert rules.AUTH_PROVIDERS == ("stack",)
-    assert rules.OAUTH_PROVIDER_IDS == ("github", "google", "microsoft")
+    assert rules.OAUTH_PROVIDER_IDS == ("github", "google", "microsoft", "vercel")
 
 
 @pytest.mark.parametrize("value", ["clerk", "", None, "STACK"])
@@ -116,6 +116,14 @@ def test_standard_email_server_field_values(name, value):
 def test_email_server_type_and_shared_extras():
     assert field_of(rules.check_email_server, "smtp") == "type"
     assert field_of(rules.check_email_server, "shared", host="smtp.example.com") == "host"
+    assert field_of(rules.check_email_server, "shared", sender_email="nobody") == "sender_email"
+
+
+def test_shared_email_server_keeps_the_sender():
+    # the official document's shared form has the sender's address and name
+    assert rules.check_email_server("shared", sender_email="noreply@example.com",
+                                    sender_name="Shop") == {
+        "type": "shared", "sender_email": "noreply@example.com", "sender_name": "Shop"}
 
 
 def test_provider_addresses():

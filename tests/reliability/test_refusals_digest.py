@@ -175,7 +175,6 @@ ROUTES: list[Route] = [
     route("PATCH", P + "/branches/{branch_id}", lambda pool: body_or_junk(st.fixed_dictionaries(
         {"branch": maybe(name=NAME, protected=st.sampled_from([True, False, "yes"]))}))),
     route("POST", P + "/branches/{branch_id}/set_as_default"),
-    route("POST", P + "/branches/{branch_id}/set_as_primary"),
     # roles and databases
     route("GET", B + "/roles"),
     route("POST", B + "/roles", lambda pool: body_or_junk(st.fixed_dictionaries(
@@ -183,7 +182,6 @@ ROUTES: list[Route] = [
     route("GET", B + "/roles/{role_name}"),
     route("DELETE", B + "/roles/{role_name}"),
     route("GET", B + "/roles/{role_name}/reveal_password"),
-    route("POST", B + "/roles/{role_name}/reveal_password"),
     route("POST", B + "/roles/{role_name}/reset_password"),
     route("GET", B + "/databases"),
     route("POST", B + "/databases", lambda pool: body_or_junk(st.fixed_dictionaries(

@@ -1,0 +1,173 @@
+"""`sim serve` checked against the official document with schemathesis.
+
+`official_schema(app)` is the official document cut to the operations the
+simulator serves, aimed at an in-process app; `survey()` runs every
+operation for a number of examples and counts failures by check instead of
+stopping at the first (the figures of `python -m tests.official.conformance`;
+the test in tests/reliability/test_fuzz_official.py stops at the first).
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from collections import Counter
+from typing import Any
+
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from schemathesis.checks import not_a_server_error
+from schemathesis.core.failures import FailureGroup
+from schemathesis.generation.modes import GenerationMode
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tests.official import document
+
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
+          response_schema_conformance]
+
+
+def served(app: Any) -> set[tuple[str, str]]:
+    """(METHOD, path template) of every API route the app serves."""
+    paths = app.openapi()["paths"]
+    return {(m.upper(), document.template(p.removeprefix(document.API_PREFIX)))
+            for p, item in paths.items() if p.startswith(document.API_PREFIX) for m in item}
+
+
+def served_document(app: Any) -> dict[str, Any]:
+    """The official document with only the operations `app` serves, based at /api/v2."""
+    doc = copy.deepcopy(document.load())
+    mine = served(app)
+    for path in list(doc["paths"]):
+        item = doc["paths"][path]
+        for method in [m for m in item if m in ("get", "post", "put", "patch", "delete")]:
+            if (method.upper(), document.template(path)) not in mine:
+                del item[method]
+        if not any(m in item for m in ("get", "post", "put", "patch", "delete")):
+            del doc["paths"][path]
+    _name_discriminated_forms(doc)
+    simulator_rules_win(doc)
+    reader = document.Document(doc)
+    for item in doc["paths"].values():
+        for op in item.values():
+            body = op.get("requestBody", {}).get("content", {}).get("application/json") \
+                if isinstance(op, dict) else None
+            if body and "schema" in body:
+                body["schema"] = reader.closed(body["schema"])
+    doc["servers"] = [{"url": document.API_PREFIX}]
+    return doc
+
+
+def simulator_rules_win(doc: dict[str, Any]) -> None:
+    """Where the simulator's rules and the document disagree, read the document the
+    simulator's way (docs/api.md lists each, with its reason)."""
+    schemas = doc["components"]["schemas"]
+    # a new auth integration is owned by the service until a transfer is confirmed
+    schemas["NeonAuthProviderProjectOwnedBy"]["enum"].append("svc")
+    # deleting a project records a delete_tenant operation
+    schemas["OperationAction"]["enum"].append("delete_tenant")
+
+
+def _name_discriminated_forms(doc: dict[str, Any]) -> None:
+    """A discriminated union's forms get their discriminator as a property of one value.
+
+    The document maps `type: standard` and `type: shared` to the two forms of an
+    email server, but neither form lists `type`; a client must send it to say
+    which form it means, so each form gets it (required, with its one value)."""
+    schemas = doc["components"]["schemas"]
+    for schema in list(schemas.values()):
+        found = schema.get("discriminator") if isinstance(schema, dict) else None
+        if not found:
+            continue
+        name = found["propertyName"]
+        for value, ref in found.get("mapping", {}).items():
+            form = schemas[ref.rsplit("/", 1)[1]]
+            form.setdefault("properties", {})[name] = {"type": "string", "enum": [value]}
+            form["required"] = sorted({*form.get("required", []), name})
+
+
+def official_schema(app: Any) -> Any:
+    schema = schemathesis.openapi.from_dict(served_document(app))
+    schema.app = app
+    return schema
+
+
+def _answers(operation: Any, examples: int, server: Any, auth: dict[str, str]
+             ) -> list[tuple[Any, Any]]:
+    """`examples` cases of one operation, both modes, aimed at a fresh world, and answers."""
+    from tests.reliability.conftest import build_world
+    from tests.reliability.test_fuzz_api import aim
+
+    answered: list[tuple[Any, Any]] = []
+
+    @given(case=st.one_of(operation.as_strategy(GenerationMode.POSITIVE),
+                          operation.as_strategy(GenerationMode.NEGATIVE)), data=st.data())
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    def run(case: Any, data: st.DataObject) -> None:
+        aim(case, data, build_world(server))
+        answered.append((case, case.call(headers=auth)))
+
+    run()
+    return answered
+
+
+def survey(examples: int) -> dict[str, Any]:
+    """Cases per operation, failures by check, and the first message of each failing pair."""
+    from sim.api import create_app
+    from sim.api.server import SimServer
+    from tests.reliability.conftest import SEED
+
+    server = SimServer(seed=SEED)
+    auth = {"authorization": f"Bearer {server.add_personal_key().secret}"}
+    app = create_app(server)
+    schema = official_schema(app)
+    cases: Counter[str] = Counter()
+    failures: Counter[tuple[str, str]] = Counter()
+    first: dict[tuple[str, str], str] = {}
+    refused: Counter[str] = Counter()  # 400s to bodies and queries the document allows
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        label = f"{operation.method.upper()} {operation.path}"
+        answered = _answers(operation, examples, server, auth)
+        # checked outside Hypothesis, which would stop at the first failure
+        for case, response in answered:
+            cases[label] += 1
+            if case.meta.generation.mode == GenerationMode.POSITIVE and response.status_code == 400:
+                refused[f"{label}: {response.json()['message']}"] += 1
+            for check in CHECKS:
+                try:
+                    case.validate_response(response, checks=[check])
+                except FailureGroup as exc:  # every failure is counted, none stops
+                    failures[(label, check.__name__)] += 1
+                    first.setdefault((label, check.__name__), str(exc).strip()[:600])
+    return {"cases": cases, "failures": failures, "first": first, "refused": refused}
+
+
+def main(argv: list[str]) -> int:
+    examples = int(argv[0]) if argv else 25
+    found = survey(examples)
+    cases, failures = found["cases"], found["failures"]
+    by_check: Counter[str] = Counter()
+    for (_, check), n in failures.items():
+        by_check[check] += n
+    print(f"{sum(cases.values())} cases over {len(cases)} operations ({examples} examples each)")
+    for check in CHECKS:
+        print(f"  {by_check[check.__name__]:>6} failing {check.__name__}")
+    refused = found["refused"]
+    unknown = sum(n for msg, n in refused.items() if "unknown field" in msg)
+    print(f"  {sum(refused.values()):>6} documented requests refused (400), {unknown} as unknown field")
+    for msg, n in sorted(refused.items()):
+        print(f"     {n:>4}  {msg}")
+    for (label, check), n in sorted(failures.items()):
+        print(f"\n{n:>5}  {check}  {label}\n{found['first'][(label, check)]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
