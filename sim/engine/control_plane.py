@@ -175,14 +175,16 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         The default branch has an owner role and a database it owns: `neondb_owner` and
         `neondb`, or the names given; a database named alone is owned by `<database>_owner`
         (as the real API)."""
-        database_name = database_name or role_rules.DEFAULT_DATABASE
-        if role_name is None:
-            role_name = (role_rules.DEFAULT_ROLE if database_name == role_rules.DEFAULT_DATABASE
-                         else f"{database_name}_owner")
         if name is not None:
             check_name("project.name", name)
-        role_rules.check_role_name("project.branch.role_name", role_name)
+        if database_name is None:
+            database_name = role_rules.DEFAULT_DATABASE
         role_rules.check_database_name("project.branch.database_name", database_name)
+        if role_name is None:  # the role the database's name implies is checked as that name
+            role_name = (role_rules.DEFAULT_ROLE if database_name == role_rules.DEFAULT_DATABASE
+                         else f"{database_name}_owner")
+            role_rules.check_role_name("project.branch.database_name", role_name)
+        role_rules.check_role_name("project.branch.role_name", role_name)
         try:
             plan = Plan(plan or self.plan)
         except ValueError:

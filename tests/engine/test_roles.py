@@ -33,11 +33,16 @@ def test_the_project_request_names_the_role_and_database() -> None:
     cp = control_plane()
     branch = cp.create_project("p", role_name="app", database_name="shop").branch
     assert list(branch.roles) == ["app"] and branch.databases["shop"].owner_name == "app"
+    alone = cp.create_project("q", database_name="blog").branch  # as the real API
+    assert list(alone.roles) == ["blog_owner"] and alone.databases["blog"].owner_name == \
+        "blog_owner"
 
 
 @pytest.mark.parametrize("field,value", [("role_name", "pg_admin"), ("role_name", ""),
                                          ("database_name", "template0"),
-                                         ("database_name", "d" * 64)])
+                                         ("database_name", ""),
+                                         ("database_name", "d" * 64),
+                                         ("database_name", "d" * 60)])  # d..d_owner: too long
 def test_bad_names_at_project_creation_are_refused(field: str, value: str) -> None:
     cp = control_plane()
     err = refused(cp, 400, cp.create_project, "p", **{field: value})
