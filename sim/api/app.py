@@ -4,8 +4,9 @@
     /_sim/...     the simulation's control calls (clock, connections, faults, reset)
     /             the console page;  /docs  the OpenAPI document, browsable offline
 
-Routes live in `computes`, `projects`, `auth`, `control` and `console` (one route
-table each); `errors` turns every refusal into the one error body.
+Routes live in `computes`, `projects`, `branches`, `roles`, `users`, `auth`,
+`control` and `console` (one route table each); `errors` turns every refusal
+into the one error body.
 """
 
 from __future__ import annotations
@@ -16,7 +17,19 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi_offline import FastAPIOffline
 
-from sim.api import auth, computes, console, control, errors, journal, limits, projects
+from sim.api import (
+    auth,
+    branches,
+    computes,
+    console,
+    control,
+    errors,
+    journal,
+    limits,
+    projects,
+    roles,
+    users,
+)
 from sim.api.server import SimServer
 
 DESCRIPTION = """\
@@ -52,6 +65,9 @@ def create_app(server: SimServer) -> FastAPI:
                                            "OAuth providers, redirect domains, email server"},
             {"name": "projects"},
             {"name": "branches"},
+            {"name": "roles", "description": "Postgres roles of a branch (apply_config)"},
+            {"name": "databases", "description": "Postgres databases of a branch (apply_config)"},
+            {"name": "users", "description": "the current user and the regions"},
             {"name": "simulation", "description": "the simulator's own controls (/_sim)"},
         ],
     )
@@ -62,6 +78,9 @@ def create_app(server: SimServer) -> FastAPI:
     errors.install(app, server)
     app.include_router(computes.router)
     app.include_router(projects.router)
+    app.include_router(branches.router)
+    app.include_router(roles.router)
+    app.include_router(users.router)
     app.include_router(auth.router)
     app.include_router(control.router)
     app.include_router(console.router)

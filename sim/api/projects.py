@@ -6,7 +6,7 @@ personal or organization key (a project-scoped key gets 403).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 
@@ -17,7 +17,6 @@ from sim.api.errors import ERRORS, STATE_ERRORS, error_docs
 from sim.api.schemas import (
     BranchCreated,
     BranchCreateRequest,
-    BranchesResponse,
     BranchOperations,
     BranchResponse,
     ProjectCreate,
@@ -28,10 +27,14 @@ from sim.api.schemas import (
     ProjectsResponse,
     ProjectUpdateRequest,
 )
+from sim.api.schemas_roles import BranchesPage
 from sim.engine.model import Branch, Project
 from sim.rules.errors import not_found
 
 router = APIRouter(prefix="/api/v2", responses=ERRORS)
+MAX_BRANCHES_PAGE = 10_000  # as the real API's limit parameter
+BranchSortKey = Literal["updated_at", "created_at", "name"]
+SortOrder = Literal["desc", "asc"]
 MAX_PROJECTS_PAGE = 400  # as the real API's list of projects
 DEFAULT_PROJECTS_PAGE = 10
 END_OF_LIST = "end"  # the cursor of an empty first page: sent back, it gives an empty page
@@ -71,8 +74,11 @@ def create_project(body: ProjectCreateRequest, server: Server, key: Key):
     owner_id, org_id = key.owner_of_new_project(spec.org_id)
     args = given(spec, include={"name", "region_id", "pg_version", "plan",
                                      "history_retention_seconds"})
-    if spec.branch is not None and spec.branch.name is not None:
-        args["branch_name"] = spec.branch.name
+    if spec.branch is not None:
+        named = given(spec.branch, include={"name", "role_name", "database_name"})
+        if "name" in named:
+            named["branch_name"] = named.pop("name")
+        args.update(named)
     name = args.pop("name", None)
     with server.world() as cp:
         made = cp.create_project(name, owner_id=owner_id, org_id=org_id,
@@ -86,8 +92,8 @@ def create_project(body: ProjectCreateRequest, server: Server, key: Key):
         primary = made.computes[0] if made.computes else None
         return {
             "project": ser.project(cp, made.project),
-            "connection_uris": ser.connection_uris(cp, made.project, primary),
-            "roles": ser.roles(cp, made.branch),
+            "connection_uris": ser.connection_uris(cp, made.branch, primary),
+            "roles": ser.roles(cp, made.branch, with_password=True),
             "databases": ser.databases(cp, made.branch),
             "operations": ser.operations(cp, made.operations),
             "branch": ser.branch(cp, made.branch),
@@ -100,10 +106,18 @@ def list_projects(
     server: Server, key: Key,
     limit: Annotated[int, Query(ge=1, le=MAX_PROJECTS_PAGE)] = DEFAULT_PROJECTS_PAGE,
     cursor: Annotated[str | None, Query(description="the id of the last project seen")] = None,
+    search: Annotated[str | None, Query(description="part of a project's name or id")] = None,
+    org_id: Annotated[str | None, Query(description="only the projects of this organization")
+                      ] = None,
 ):
     """The projects the key reaches, oldest first, a page at a time."""
     with server.world() as cp:
         reached = [p for p in cp.list_projects() if key.reaches(p)]
+        if org_id is not None:
+            reached = [p for p in reached if p.org_id == org_id]
+        if search:
+            wanted = search.lower()
+            reached = [p for p in reached if wanted in p.name.lower() or wanted in p.id]
         if cursor == END_OF_LIST:
             reached = []
         elif cursor:
@@ -117,6 +131,20 @@ def list_projects(
         return {"projects": ser.projects(cp, page),
                 "pagination": {"cursor": page[-1].id if page else cursor or END_OF_LIST},
                 "applications": none, "integrations": dict(none)}
+
+
+@router.get("/projects/shared", tags=["projects"], response_model=ProjectsResponse, **OUT)
+def list_shared_projects(
+    server: Server, key: Key,
+    limit: Annotated[int, Query(ge=1, le=MAX_PROJECTS_PAGE)] = DEFAULT_PROJECTS_PAGE,
+    cursor: Annotated[str | None, Query()] = None,
+    search: Annotated[str | None, Query()] = None,
+):
+    """Projects other accounts shared with the key's user: the simulator has no sharing,
+    so none (declared before /projects/{project_id}, which would read `shared` as an id)."""
+    with server.world():
+        return {"projects": [], "pagination": {"cursor": END_OF_LIST},
+                "applications": {}, "integrations": {}}
 
 
 @router.get("/projects/{project_id}", tags=["projects"], response_model=ProjectResponse, **OUT)
@@ -162,26 +190,40 @@ def create_branch(project_id: str, server: Server, key: Key,
     endpoints = [given(e) for e in body.endpoints or []]
     with server.world() as cp:
         key.project(cp, project_id)
-        made = cp.create_branch(project_id, spec.get("name"), spec.get("parent_id"), endpoints)
+        made = cp.create_branch(project_id, spec.get("name"), spec.get("parent_id"), endpoints,
+                                protected=spec.get("protected", False),
+                                annotation=body.annotation_value)
         keep_documented(made.branch, {**body.documented, **(body.branch.documented
                                                             if body.branch else {})})
-        primary = next((c for c in made.computes if c.type == "read_write"), None)
+        primary = next((c for c in made.computes if c.is_read_write), None)
         return {"branch": ser.branch(cp, made.branch),
                 "endpoints": ser.endpoints(cp, made.computes),
                 "operations": ser.operations(cp, made.operations),
-                "roles": ser.roles(cp, made.branch),
+                "roles": ser.roles(cp, made.branch, with_password=True),
                 "databases": ser.databases(cp, made.branch),
-                "connection_uris": ser.connection_uris(cp, cp.projects[project_id], primary)}
+                "connection_uris": ser.connection_uris(cp, made.branch, primary)}
 
 
 @router.get("/projects/{project_id}/branches", tags=["branches"],
-            response_model=BranchesResponse, **OUT)
-def list_branches(project_id: str, server: Server, key: Key):
+            response_model=BranchesPage, **OUT)
+def list_branches(
+    project_id: str, server: Server, key: Key,
+    search: Annotated[str | None, Query(description="part of a branch's name or id")] = None,
+    sort_by: Annotated[BranchSortKey, Query()] = "updated_at",
+    sort_order: Annotated[SortOrder, Query()] = "desc",
+    limit: Annotated[int | None, Query(ge=1, le=MAX_BRANCHES_PAGE)] = None,
+    cursor: Annotated[str | None, Query(description="pagination.next of the last page")] = None,
+):
+    """The project's branches, newest change first unless sorted otherwise; every one
+    unless `limit` is given."""
     with server.world() as cp:
         key.project(cp, project_id)
-        items = cp.list_branches(project_id)
-        return {"branches": ser.branches(cp, items, project_id),
-                "annotations": {b.id: ser.annotation(cp, b) for b in items}}
+        page, next_cursor = cp.page_branches(project_id, search=search, sort_by=sort_by,
+                                             sort_order=sort_order, limit=limit, cursor=cursor)
+        return {"branches": ser.branches(cp, page, project_id),
+                "annotations": ser.annotations(cp, page),
+                "pagination": {"next": next_cursor, "sort_by": sort_by,
+                               "sort_order": sort_order}}
 
 
 @router.get("/projects/{project_id}/branches/{branch_id}", tags=["branches"],

@@ -152,11 +152,14 @@ class BranchEndpoint(EndpointFields):
 class BranchCreate(Body):
     name: StrictStr | None = None
     parent_id: StrictStr | None = None
+    protected: StrictBool | None = None
 
 
 class BranchCreateRequest(Body):
     branch: BranchCreate | None = None
     endpoints: list[BranchEndpoint] | None = None
+    annotation_value: dict[str, StrictStr] | None = Field(
+        None, description="labels of the branch, returned as its `annotation`")
 
 
 class DefaultEndpointSettings(Body):
@@ -169,6 +172,8 @@ class DefaultEndpointSettings(Body):
 
 class ProjectBranch(Body):
     name: StrictStr | None = None
+    role_name: StrictStr | None = Field(None, description="owner role (default neondb_owner)")
+    database_name: StrictStr | None = Field(None, description="database (default neondb)")
 
 
 class ProjectCreate(Body):
@@ -364,6 +369,7 @@ class ConnectionUri(Out):
 class RoleOut(Out):
     branch_id: str
     name: str
+    password: str | None = None  # only in the answers that create or reset it
     protected: bool
     created_at: str
     updated_at: str

@@ -9,15 +9,14 @@ state or decides a rule. Absent values are left out rather than sent as null
 from __future__ import annotations
 
 import bisect
-import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from sim.engine.clock import to_us
-from sim.engine.model import Branch, Compute, Operation, Project
+from sim.engine.model import Branch, Compute, Database, Operation, Project, Role
+from sim.rules import roles as role_rules
 from sim.rules.operations import Action
 from sim.rules.states import ComputeState, OperationStatus
 
@@ -29,8 +28,6 @@ IDLE = ComputeState.IDLE.value
 BRANCH_ECHOED = ("expires_at", "init_source", "parent_lsn", "parent_timestamp")
 #: ... and on a project
 PROJECT_ECHOED = ("default_endpoint_settings",)
-ROLE = "neondb_owner"
-DATABASE = "neondb"
 PLATFORM = "aws"
 PROVISIONER = "k8s-neonvm"
 CREATION_SOURCE = "console"
@@ -185,7 +182,7 @@ def branch(cp: ControlPlane, b: Branch, use: Usage | None = None) -> dict[str, A
         "creation_source": CREATION_SOURCE,
         "default": b.default,
         "primary": b.default,
-        "protected": kept.get("protected", False),
+        "protected": b.protected,
         "cpu_used_sec": int(use.cu_s),
         "compute_time_seconds": int(use.cu_s),
         "active_time_seconds": int(use.active_s),
@@ -195,13 +192,6 @@ def branch(cp: ControlPlane, b: Branch, use: Usage | None = None) -> dict[str, A
         "updated_at": iso(b.updated_at),
         **{name: kept[name] for name in BRANCH_ECHOED if name in kept},
     })
-
-
-def annotation(cp: ControlPlane, b: Branch) -> dict[str, Any]:
-    """The branch's annotation (`annotation_value` at creation; empty when none was sent)."""
-    return {"object": {"type": "console/branch", "id": b.id},
-            "value": dict(b.documented.get("annotation_value", {})),
-            "created_at": cp.clock.iso(b.created_at), "updated_at": cp.clock.iso(b.updated_at)}
 
 
 def branches(cp: ControlPlane, items: Iterable[Branch], project_id: str) -> list[dict[str, Any]]:
@@ -271,49 +261,62 @@ def projects(cp: ControlPlane, items: Iterable[Project]) -> list[dict[str, Any]]
     return [project(cp, p, use.get(p.id) or Usage(), full=False) for p in items]
 
 
-# ---- what a new project also lists: its role, database and connection string -----------------
+# ---- roles, databases, connection URIs, annotations ---------------------------------------
 
 
-def _password(project_id: str) -> str:
-    return "npg_" + hashlib.sha256(f"sim-password/{project_id}".encode()).hexdigest()[:16]
+def role(cp: ControlPlane, r: Role, *, with_password: bool = False) -> dict[str, Any]:
+    """A role; its password only where the real API shows it (creation, reset)."""
+    iso = cp.clock.iso
+    return _drop_none({
+        "branch_id": r.branch_id,
+        "name": r.name,
+        "password": cp.password_of(r) if with_password else None,
+        "protected": r.protected,
+        "created_at": iso(r.created_at),
+        "updated_at": iso(r.updated_at),
+    })
 
 
-def owner_names(cp: ControlPlane, project_id: str) -> tuple[str, str]:
-    """(role, database) of a project: `branch.role_name` / `database_name` at its creation,
-    else the defaults; as the real API, the role defaults to `<database>_owner` when only
-    the database is named."""
-    p = cp.projects[project_id]
-    kept = cp.branches[p.default_branch_id].documented if p.default_branch_id else {}
-    database = kept.get("database_name", DATABASE)
-    role = kept.get("role_name", ROLE if "database_name" not in kept else f"{database}_owner")
-    return role, database
+def roles(cp: ControlPlane, b: Branch, *, with_password: bool = False) -> list[dict[str, Any]]:
+    return [role(cp, r, with_password=with_password) for r in b.roles.values()]
 
 
-def connection_uris(cp: ControlPlane, p: Project, c: Compute | None) -> list[dict[str, Any]]:
-    if c is None:
-        return []
-    role, database = owner_names(cp, p.id)
-    password = _password(p.id)
-    ident, _, rest = c.host.partition(".")
-    pooler_host = f"{ident}-pooler.{rest}"
-    return [{
-        "connection_uri": (f"postgresql://{quote(role, safe='')}:{password}@{c.host}/"
-                           f"{quote(database, safe='')}?sslmode=require"),
-        "connection_parameters": {"database": database, "password": password, "role": role,
-                                  "host": c.host, "pooler_host": pooler_host},
-    }]
-
-
-def roles(cp: ControlPlane, b: Branch) -> list[dict[str, Any]]:
-    at = cp.clock.iso(b.created_at)
-    role = owner_names(cp, b.project_id)[0]
-    return [{"branch_id": b.id, "name": role, "protected": False, "created_at": at,
-             "updated_at": at}]
+def database(cp: ControlPlane, d: Database) -> dict[str, Any]:
+    iso = cp.clock.iso
+    return {"id": d.id, "branch_id": d.branch_id, "name": d.name, "owner_name": d.owner_name,
+            "created_at": iso(d.created_at), "updated_at": iso(d.updated_at)}
 
 
 def databases(cp: ControlPlane, b: Branch) -> list[dict[str, Any]]:
+    return [database(cp, d) for d in b.databases.values()]
+
+
+def connection_uris(cp: ControlPlane, b: Branch, c: Compute | None) -> list[dict[str, Any]]:
+    """The URI of a new project or branch: given when it has a compute and exactly one
+    role and one database (as the real API: with more, it cannot choose)."""
+    if c is None or len(b.roles) != 1 or len(b.databases) != 1:
+        return []
+    r = next(iter(b.roles.values()))
+    d = next(iter(b.databases.values()))
+    password = cp.password_of(r)
+    return [{
+        "connection_uri": role_rules.connection_uri(c.host, r.name, password, d.name),
+        "connection_parameters": {"database": d.name, "password": password, "role": r.name,
+                                  "host": c.host,
+                                  "pooler_host": role_rules.pooler_host(c.host, c.id)},
+    }]
+
+
+ANNOTATION_OBJECT = "console/branch"
+
+
+def annotation(cp: ControlPlane, b: Branch) -> dict[str, Any]:
+    """The branch's annotation: the annotation_value it was created with (or {})."""
     at = cp.clock.iso(b.created_at)
-    ident = int(hashlib.sha256(b.id.encode()).hexdigest()[:8], 16)
-    role, database = owner_names(cp, b.project_id)
-    return [{"id": ident, "branch_id": b.id, "name": database, "owner_name": role,
-             "created_at": at, "updated_at": at}]
+    return {"object": {"type": ANNOTATION_OBJECT, "id": b.id}, "value": dict(b.annotation or {}),
+            "created_at": at, "updated_at": at}
+
+
+def annotations(cp: ControlPlane, items: Iterable[Branch]) -> dict[str, Any]:
+    """The annotation of every branch listed, by branch id (value {} when none was sent)."""
+    return {b.id: annotation(cp, b) for b in items}

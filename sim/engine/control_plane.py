@@ -18,6 +18,8 @@ import numpy as np
 import simpy
 
 from sim.engine.auth import ManagedAuth
+from sim.engine.branches import NAME_MAX as NAME_MAX
+from sim.engine.branches import BranchVerbs, check_name
 from sim.engine.clock import DEFAULT_START, Clock, to_us
 from sim.engine.computes import ComputeVerbs, validate_spec
 from sim.engine.config import EngineConfig
@@ -26,7 +28,9 @@ from sim.engine.ids import IdFactory
 from sim.engine.lifecycle import Lifecycle, is_on
 from sim.engine.model import Branch, Compute, Operation, Project
 from sim.engine.records import ComputeRow, OperationRow, Recorder, RunResult, summarise_events
+from sim.engine.roles import RoleVerbs
 from sim.engine.streams import Streams
+from sim.rules import roles as role_rules
 from sim.rules.errors import conflict, invalid, not_found
 from sim.rules.operations import Action
 from sim.rules.sizes import Plan
@@ -34,7 +38,6 @@ from sim.rules.states import OperationStatus
 
 MAX_LIST_LIMIT = 1000
 MAX_SIMULATED_S = 100 * 365 * 86_400.0  # far beyond any scenario; keeps the clock finite
-NAME_MAX = 256
 PG_VERSIONS = (14, 15, 16, 17, 18)  # Postgres major versions a project may run
 
 
@@ -48,12 +51,7 @@ class Created:
     operations: list[Operation] = field(default_factory=list)
 
 
-def _check_name(field_name: str, name: Any) -> None:
-    if not isinstance(name, str) or not 1 <= len(name) <= NAME_MAX:
-        raise invalid(field_name, f"must be a string of 1 to {NAME_MAX} characters")
-
-
-class ControlPlane(ComputeVerbs, Lifecycle):
+class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
     def __init__(
         self,
         config: EngineConfig | None = None,
@@ -170,10 +168,23 @@ class ControlPlane(ComputeVerbs, Lifecycle):
         history_retention_seconds: int = 86_400, branch_name: str = "main",
         default_endpoint: dict[str, Any] | None = None, with_compute: bool = True,
         compute_key: str | None = None, pg_version: int = 17,
+        role_name: str | None = None, database_name: str | None = None,
     ) -> Created:
-        """A project with its default branch and read_write compute (create_timeline, start)."""
+        """A project with its default branch and read_write compute (create_timeline, start).
+
+        The default branch has an owner role and a database it owns: `neondb_owner` and
+        `neondb`, or the names given; a database named alone is owned by `<database>_owner`
+        (as the real API)."""
         if name is not None:
-            _check_name("project.name", name)
+            check_name("project.name", name)
+        if database_name is None:
+            database_name = role_rules.DEFAULT_DATABASE
+        role_rules.check_database_name("project.branch.database_name", database_name)
+        if role_name is None:  # the role the database's name implies is checked as that name
+            role_name = (role_rules.DEFAULT_ROLE if database_name == role_rules.DEFAULT_DATABASE
+                         else f"{database_name}_owner")
+            role_rules.check_role_name("project.branch.database_name", role_name)
+        role_rules.check_role_name("project.branch.role_name", role_name)
         try:
             plan = Plan(plan or self.plan)
         except ValueError:
@@ -196,6 +207,7 @@ class ControlPlane(ComputeVerbs, Lifecycle):
         self.projects[project.id] = project
         timeline = self.submit_project_op(project, Action.CREATE_TIMELINE, None)
         branch = self._add_branch(project, branch_name, None, default=True)
+        self.seed_roles(branch, role_name, database_name)
         timeline.branch_id = branch.id
         created = Created(project, branch, operations=[timeline])
         if not with_compute:  # nothing keeps it busy: both idle clocks start now
@@ -212,7 +224,7 @@ class ControlPlane(ComputeVerbs, Lifecycle):
                        history_retention_seconds: int | None = None) -> tuple[Project, list]:
         project = self.get_project(project_id)
         if name is not None:
-            _check_name("project.name", name)
+            check_name("project.name", name)
         if history_retention_seconds is not None:
             _check_retention(history_retention_seconds)
         ops = []
@@ -268,12 +280,17 @@ class ControlPlane(ComputeVerbs, Lifecycle):
     def create_branch(
         self, project_id: str, name: str | None = None, parent_id: str | None = None,
         endpoints: list[dict[str, Any]] | None = None, *, key: str | None = None,
+        protected: bool = False, annotation: dict[str, str] | None = None,
     ) -> Created:
+        """A branch of `parent_id` (default: the default branch), with copies of its
+        roles and databases, and the computes listed in `endpoints`."""
         project = self.get_project(project_id)
         if name is not None:
-            _check_name("branch.name", name)
-            if any(self.branches[b].name == name for b in project.branches):
-                raise conflict("branch.name", f"project already has a branch named {name!r}")
+            self.check_branch_name(project_id, "branch.name", name)
+        if not isinstance(protected, bool):
+            raise invalid("branch.protected", "must be true or false")
+        if annotation is not None:
+            annotation = role_rules.check_annotation("annotation_value", annotation)
         parent = self.get_branch(project_id, parent_id or project.default_branch_id,
                                  field="branch.parent_id")
         specs = [validate_spec(project.plan, dict(e), f"endpoints[{i}].")
@@ -284,6 +301,9 @@ class ControlPlane(ComputeVerbs, Lifecycle):
         branch = self._add_branch(project, op_name, parent.id)
         if name is None:
             branch.name = branch.id
+        branch.protected = protected
+        branch.annotation = annotation
+        self.copy_roles(parent, branch)
         op = self.submit_project_op(project, Action.CREATE_BRANCH, branch.id)
         created = Created(project, branch, operations=[op])
         for i, spec in enumerate(specs):
@@ -300,6 +320,8 @@ class ControlPlane(ComputeVerbs, Lifecycle):
         project = self.projects[project_id]
         if branch.default:
             raise conflict("branch_id", "the default branch cannot be deleted")
+        if branch.protected:
+            raise conflict("branch_id", "a protected branch cannot be deleted; unprotect it first")
         children = [b for b in project.branches if self.branches[b].parent_id == branch.id
                     and self.branches[b].deleted_at is None]
         if children:

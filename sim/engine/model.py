@@ -123,6 +123,33 @@ class Compute:
 
 
 @dataclass(slots=True, eq=False)
+class Role:
+    """A Postgres role of a branch.
+
+    Its password is not kept: it is drawn, whenever it is shown, from the seeded
+    stream named `secret` (a copy on a child branch names its parent's stream, a
+    reset names a new one), so showing it changes no state."""
+
+    branch_id: str
+    name: str
+    created_at: float
+    updated_at: float
+    secret: str  # name of the random stream the password is drawn from
+    resets: int = 0
+    protected: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class Database:
+    id: int
+    branch_id: str
+    name: str
+    owner_name: str
+    created_at: float
+    updated_at: float
+
+
+@dataclass(slots=True, eq=False)
 class Branch:
     id: str
     project_id: str
@@ -135,6 +162,10 @@ class Branch:
     idle_since: float | None = None  # no compute of the branch on since then
     deleted_at: float | None = None
     computes: list[str] = field(default_factory=list)  # ids, creation order
+    protected: bool = False
+    annotation: dict[str, str] | None = None  # annotation_value of the creation request
+    roles: dict[str, Role] = field(default_factory=dict)  # by name, creation order
+    databases: dict[str, Database] = field(default_factory=dict)  # by name, creation order
     # request fields of the real API the simulator keeps but does not model (answered back)
     documented: dict[str, Any] = field(default_factory=dict)
 
@@ -159,5 +190,6 @@ class Project:
     branches: list[str] = field(default_factory=list)  # ids, creation order
     operations: list[Operation] = field(default_factory=list)  # by created_us ascending
     last_op_us: int = -1
+    last_database_id: int = 0  # database ids count up within a project
     # request fields of the real API the simulator keeps but does not model (answered back)
     documented: dict[str, Any] = field(default_factory=dict)

@@ -39,6 +39,25 @@ ROUTES: list[tuple[str, str, Any, int]] = [
     ("GET", P + "/branches", None, 404),
     ("GET", P + "/branches/{branch_id}", None, 404),
     ("DELETE", P + "/branches/{branch_id}", None, 404),
+    ("PATCH", P + "/branches/{branch_id}", {"branch": {"name": "renamed"}}, 404),
+    ("POST", P + "/branches/{branch_id}/set_as_default", None, 404),
+    ("GET", P + "/branches/{branch_id}/roles", None, 404),
+    ("POST", P + "/branches/{branch_id}/roles", {"role": {"name": "r1"}}, 404),
+    ("GET", P + "/branches/{branch_id}/roles/{role_name}", None, 404),
+    ("DELETE", P + "/branches/{branch_id}/roles/{role_name}", None, 404),
+    ("GET", P + "/branches/{branch_id}/roles/{role_name}/reveal_password", None, 404),
+    ("POST", P + "/branches/{branch_id}/roles/{role_name}/reset_password", None, 404),
+    ("GET", P + "/branches/{branch_id}/databases", None, 404),
+    ("POST", P + "/branches/{branch_id}/databases",
+     {"database": {"name": "d1", "owner_name": "{role_name}"}}, 404),
+    ("GET", P + "/branches/{branch_id}/databases/{database_name}", None, 404),
+    ("PATCH", P + "/branches/{branch_id}/databases/{database_name}",
+     {"database": {"owner_name": "{role_name}"}}, 404),
+    ("DELETE", P + "/branches/{branch_id}/databases/{database_name}", None, 404),
+    ("GET", P + "/connection_uri", None, 404),
+    ("GET", "/api/v2/projects/shared", None, 200),
+    ("GET", "/api/v2/users/me", None, 200),
+    ("GET", "/api/v2/regions", None, 200),
     ("GET", P + "/operations", None, 404),
     ("GET", P + "/operations/{operation_id}", None, 404),
     ("POST", "/api/v2/projects/auth/create", {**AUTH_BODY, "branch_id": "{branch_id}"}, 404),
@@ -91,7 +110,8 @@ def world(api: SimClient) -> dict[str, str]:
     made = make_project(api, "target")
     ids = {"project_id": made["project"]["id"], "branch_id": made["branch"]["id"],
            "endpoint_id": made["endpoints"][0]["id"],
-           "operation_id": made["operations"][0]["id"]}
+           "operation_id": made["operations"][0]["id"],
+           "role_name": made["roles"][0]["name"], "database_name": made["databases"][0]["name"]}
     auth = {"project_id": ids["project_id"], "auth_provider": "stack"}
     assert api.post("projects/auth/create", json={**auth, "branch_id": ids["branch_id"]}
                     ).status_code == 201

@@ -64,6 +64,9 @@ class World:
             "oauth_provider_id": (self.oauth_provider_id, "google"),
             "auth_provider": (self.auth_provider,),
             "id": (self.oauth_provider_id, "google"),
+            "role_name": ("neondb_owner",),
+            "database_name": ("neondb",),
+            "owner_name": ("neondb_owner",),
         }
 
 

@@ -50,7 +50,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance]
 #: body fields swapped for real (or realistic) values: ids, and values with a format
 BODY_FIELDS = ("project_id", "branch_id", "endpoint_id", "parent_id", "auth_user_id",
-               "auth_provider", "email", "domain", "sql", "id")
+               "auth_provider", "email", "domain", "sql", "id", "owner_name")
 REALISTIC = {
     "email": ("new@example.com", "ada@example.com"),
     "domain": ("https://new.example.com", "https://app.example.com"),

@@ -33,6 +33,7 @@ from tests.reliability.conftest import SEED, World, build_world
 P = "/api/v2/projects/{project_id}"
 E = P + "/endpoints/{endpoint_id}"
 A = P + "/auth"
+B = P + "/branches/{branch_id}"
 AUTH = {"project_id": "{project_id}", "auth_provider": "stack"}
 
 #: every route, with a body that would succeed for a key that reaches the world's project
@@ -55,6 +56,23 @@ ROUTES: list[tuple[str, str, Any]] = [
     ("GET", P + "/branches", None),
     ("GET", P + "/branches/{branch_id}", None),
     ("DELETE", P + "/branches/{dev_branch_id}", None),
+    ("PATCH", B, {"branch": {"name": "renamed"}}),
+    ("POST", B + "/set_as_default", None),
+    ("GET", B + "/roles", None),
+    ("POST", B + "/roles", {"role": {"name": "alice"}}),
+    ("GET", B + "/roles/{role_name}", None),
+    ("DELETE", B + "/roles/{role_name}", None),
+    ("GET", B + "/roles/{role_name}/reveal_password", None),
+    ("POST", B + "/roles/{role_name}/reset_password", None),
+    ("GET", B + "/databases", None),
+    ("POST", B + "/databases", {"database": {"name": "shop", "owner_name": "{role_name}"}}),
+    ("GET", B + "/databases/{database_name}", None),
+    ("PATCH", B + "/databases/{database_name}", {"database": {"name": "store"}}),
+    ("DELETE", B + "/databases/{database_name}", None),
+    ("GET", P + "/connection_uri", None),
+    ("GET", "/api/v2/projects/shared", None),
+    ("GET", "/api/v2/users/me", None),
+    ("GET", "/api/v2/regions", None),
     ("GET", P + "/operations", None),
     ("GET", P + "/operations/{operation_id}", None),
     ("POST", "/api/v2/projects/auth/create", {**AUTH, "branch_id": "{branch_id}"}),
@@ -86,6 +104,8 @@ ROUTES: list[tuple[str, str, Any]] = [
 ]
 #: routes that name no project: reach does not apply (any valid key; POST /projects: 403 below)
 UNSCOPED = {("POST", "/api/v2/projects"), ("GET", "/api/v2/projects"), ("GET", "/_sim/clock"),
+            ("GET", "/api/v2/projects/shared"), ("GET", "/api/v2/users/me"),
+            ("GET", "/api/v2/regions"),
             ("POST", "/_sim/advance"), ("GET", "/_sim/faults"), ("POST", "/_sim/faults"),
             ("GET", "/_sim/console"), ("POST", "/_sim/reset")}
 KINDS = ("personal", "organization", "project")
@@ -126,7 +146,8 @@ class Setup:
         return {"project_id": project_id or w.project_id, "branch_id": w.main_branch_id,
                 "dev_branch_id": w.dev_branch_id, "endpoint_id": w.primary_id,
                 "operation_id": w.operation_ids[0], "auth_user_id": w.auth_user_id,
-                "auth_provider": "stack", "oauth_provider_id": w.oauth_provider_id}
+                "auth_provider": "stack", "oauth_provider_id": w.oauth_provider_id,
+                "role_name": "neondb_owner", "database_name": "neondb"}
 
     def call(self, method: str, path: str, body: Any, *, key: str | None,
              project_id: str | None = None, header: str | None = None) -> Any:

@@ -97,6 +97,9 @@ Route = Callable[[Pool], st.SearchStrategy[Call]]
 P = "projects/{project_id}"
 E = P + "/endpoints/{endpoint_id}"
 A = P + "/auth"
+B = P + "/branches/{branch_id}"
+ROLE_NAME = st.sampled_from(["neondb_owner", "alice", "", "pg_x", "r" * 64])
+DB_NAME = st.sampled_from(["neondb", "shop", "", "template1", "d" * 64])
 
 
 def route(method: str, template: str, body: Callable[[Pool], st.SearchStrategy[Any]] | None = None,
@@ -162,10 +165,37 @@ ROUTES: list[Route] = [
         branch=maybe(name=NAME, parent_id=pool.pick("branch_id")),
         endpoints=st.lists(maybe(type=COMPUTE_TYPE, autoscaling_limit_max_cu=CU,
                                  suspend_timeout_seconds=TIMEOUT), max_size=3)))),
-    route("GET", P + "/branches"),
     route("GET", P + "/branches/{branch_id}"),
     route("DELETE", P + "/branches/{branch_id}"),
     route("GET", P + "/branches/{branch_id}/endpoints"),
+    route("GET", P + "/branches", params=maybe(
+        limit=st.sampled_from([1, 10_000, 0, 10_001]), cursor=st.sampled_from(["nope", ""]),
+        search=st.sampled_from(["ma", ""]), sort_by=st.sampled_from(["name", "size"]),
+        sort_order=st.sampled_from(["asc", "up"]))),
+    route("PATCH", P + "/branches/{branch_id}", lambda pool: body_or_junk(st.fixed_dictionaries(
+        {"branch": maybe(name=NAME, protected=st.sampled_from([True, False, "yes"]))}))),
+    route("POST", P + "/branches/{branch_id}/set_as_default"),
+    # roles and databases
+    route("GET", B + "/roles"),
+    route("POST", B + "/roles", lambda pool: body_or_junk(st.fixed_dictionaries(
+        {"role": st.fixed_dictionaries({"name": ROLE_NAME})}))),
+    route("GET", B + "/roles/{role_name}"),
+    route("DELETE", B + "/roles/{role_name}"),
+    route("GET", B + "/roles/{role_name}/reveal_password"),
+    route("POST", B + "/roles/{role_name}/reset_password"),
+    route("GET", B + "/databases"),
+    route("POST", B + "/databases", lambda pool: body_or_junk(st.fixed_dictionaries(
+        {"database": st.fixed_dictionaries({"name": DB_NAME, "owner_name": ROLE_NAME})}))),
+    route("GET", B + "/databases/{database_name}"),
+    route("PATCH", B + "/databases/{database_name}", lambda pool: body_or_junk(
+        st.fixed_dictionaries({"database": maybe(name=DB_NAME, owner_name=ROLE_NAME)}))),
+    route("DELETE", B + "/databases/{database_name}"),
+    route("GET", P + "/connection_uri", params=maybe(
+        branch_id=st.just("br-missing-1"), pooled=st.booleans(),
+        role_name=ROLE_NAME, database_name=DB_NAME)),
+    route("GET", "projects/shared"),
+    route("GET", "users/me"),
+    route("GET", "regions"),
     # computes
     route("POST", P + "/endpoints", lambda pool: body_or_junk(
         st.fixed_dictionaries({"endpoint": endpoint_fields(pool, create=True)}))),

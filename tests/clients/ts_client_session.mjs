@@ -1,0 +1,151 @@
+// The official TypeScript client (@neondatabase/api-client) against a manual-clock `sim serve`.
+//
+// Calls every client method whose route the simulator serves (API keys aside), checks
+// the typed fields a program would read, and prints one JSON object:
+// {"results": {method: {"ok": true} | {"ok": false, "error": "..."}}}.
+// Environment: SIM_NPM_MODULES (node_modules of the pinned install), SIM_BASE, SIM_KEY.
+
+import { createRequire } from "node:module";
+
+const require = createRequire(`${process.env.SIM_NPM_MODULES}/`);
+const { createApiClient } = require("@neondatabase/api-client");
+
+const base = process.env.SIM_BASE;
+const key = process.env.SIM_KEY;
+const api = createApiClient({ apiKey: key, baseURL: `${base}/api/v2` });
+const results = {};
+
+function expect(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+async function call(method, ...args) {
+  const check = typeof args.at(-1) === "function" ? args.pop() : () => {};
+  try {
+    const { data } = await api[method](...args);
+    check(data);
+    results[method] = { ok: true };
+    return data;
+  } catch (err) {
+    const answer = err.response ? `${err.response.status} ${JSON.stringify(err.response.data)}` : "";
+    results[method] = { ok: false, error: `${err.message} ${answer}`.trim() };
+    return null;
+  }
+}
+
+async function sim(path, body) {
+  const r = await fetch(`${base}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
+  return r.json();
+}
+
+// operations end while the clock moves: a minute is more than any of them takes
+const settle = () => sim("/_sim/advance", { seconds: 60 });
+
+const me = await call("getCurrentUserInfo", (d) => expect(d.id && d.plan, "no id or plan"));
+await call("getActiveRegions", {}, (d) =>
+  expect(d.regions.filter((r) => r.default).length === 1, "not one default region"));
+
+// ---- projects
+const made = await call("createProject", { project: { name: "ts-shop" } }, (d) => {
+  expect(d.roles.length === 1 && d.databases.length === 1, "roles or databases missing");
+  expect(d.connection_uris[0].connection_parameters.password === d.roles[0].password,
+    "the URI's password is not the role's");
+});
+const p = made.project.id;
+const main = made.branch.id;
+const owner = made.roles[0];
+await call("listProjects", {}, (d) => expect(d.projects.some((x) => x.id === p), "not listed"));
+await call("listSharedProjects", {}, (d) => expect(d.projects.length === 0, "shared projects"));
+await call("getProject", p, (d) => expect(d.project.owner_id === me.id, "owner is not me"));
+await call("updateProject", p, { project: { name: "ts-store" } }, (d) =>
+  expect(d.project.name === "ts-store", "not renamed"));
+await settle();
+const page = await call("listProjectOperations", { projectId: p, limit: 2 }, (d) =>
+  expect(d.operations.length === 2 && d.pagination.cursor, "no page or cursor"));
+await call("getProjectOperation", p, page.operations[0].id, (d) =>
+  expect(d.operation.status === "finished", "not finished"));
+await call("getConnectionUri", { projectId: p, database_name: "neondb",
+  role_name: "neondb_owner", pooled: true }, (d) =>
+  expect(d.uri.includes("-pooler.") && d.uri.includes(owner.password), "not the pooled URI"));
+
+// ---- managed auth (the integration itself is created with the simulator's own route)
+await sim("/api/v2/projects/auth/create", { project_id: p, branch_id: main, auth_provider: "stack" });
+await call("createNeonAuthProviderSdkKeys", { project_id: p, auth_provider: "stack" }, (d) =>
+  expect(d.pub_client_key && d.secret_server_key, "no keys"));
+await call("transferNeonAuthProviderProject", { project_id: p, auth_provider: "stack" }, (d) =>
+  expect(d.url.startsWith("http"), "no url"));
+
+// ---- branches
+await call("listProjectBranches", { projectId: p }, (d) =>
+  expect(d.branches.length === 1 && typeof d.annotations === "object", "no annotations map"));
+const dev = await call("createProjectBranch", p, {
+  branch: { name: "dev" }, endpoints: [{ type: "read_write" }], annotation_value: { ci: "yes" },
+}, (d) => {
+  expect(d.roles[0].name === "neondb_owner" && d.databases[0].name === "neondb", "no copies");
+  expect(d.connection_uris[0].connection_uri.includes(d.endpoints[0].host), "no URI");
+});
+const devId = dev.branch.id;
+await call("getProjectBranch", p, devId, (d) => expect(d.annotation.value.ci === "yes", "no annotation"));
+await call("updateProjectBranch", p, devId, { branch: { name: "feature" } }, (d) =>
+  expect(d.branch.name === "feature", "not renamed"));
+await settle();
+await call("listProjectBranchEndpoints", p, devId, (d) =>
+  expect(d.endpoints.length === 1, "not one compute"));
+
+// ---- computes
+const replica = await call("createProjectEndpoint", p, { endpoint: { branch_id: main, type: "read_only" } },
+  (d) => expect(d.endpoint.type === "read_only", "not a replica"));
+const ep = replica.endpoint.id;
+await call("listProjectEndpoints", p, (d) => expect(d.endpoints.length === 3, "not 3 computes"));
+await settle();
+await call("getProjectEndpoint", p, ep, (d) => expect(d.endpoint.current_state === "active", "not active"));
+await call("updateProjectEndpoint", p, ep, { endpoint: { suspend_timeout_seconds: 600 } }, (d) =>
+  expect(d.endpoint.suspend_timeout_seconds === 600, "not updated"));
+await settle();
+await call("suspendProjectEndpoint", p, ep, (d) => expect(d.operations.length === 1, "no suspension"));
+await settle();
+await call("startProjectEndpoint", p, ep, (d) => expect(d.operations.length >= 1, "no start"));
+await settle();
+await call("restartProjectEndpoint", p, ep, (d) => expect(d.operations.length === 2, "no restart"));
+await settle();
+
+// ---- roles and databases
+await call("listProjectBranchRoles", p, main, (d) => expect(d.roles.length === 1, "not one role"));
+const alice = await call("createProjectBranchRole", p, main, { role: { name: "alice" } }, (d) =>
+  expect(d.role.password && d.operations.every((o) => o.action === "apply_config"), "no password"));
+await settle();
+await call("getProjectBranchRole", p, main, "alice", (d) => expect(d.role.name === "alice", "wrong role"));
+await call("getProjectBranchRolePassword", p, main, "alice", (d) =>
+  expect(d.password === alice.role.password, "another password"));
+await call("resetProjectBranchRolePassword", p, main, "alice", (d) =>
+  expect(d.role.password !== alice.role.password, "same password"));
+await settle();
+await call("listProjectBranchDatabases", p, main, (d) => expect(d.databases.length === 1, "not one database"));
+await call("createProjectBranchDatabase", p, main, { database: { name: "shop", owner_name: "alice" } },
+  (d) => expect(d.database.owner_name === "alice", "wrong owner"));
+await settle();
+await call("getProjectBranchDatabase", p, main, "shop", (d) => expect(d.database.name === "shop", "wrong database"));
+await call("updateProjectBranchDatabase", p, main, "shop", { database: { name: "store" } }, (d) =>
+  expect(d.database.name === "store", "not renamed"));
+await settle();
+await call("deleteProjectBranchDatabase", p, main, "store", (d) => expect(d.database.name === "store", "wrong one"));
+await settle();
+await call("deleteProjectBranchRole", p, main, "alice", (d) => expect(d.role.name === "alice", "wrong one"));
+await settle();
+
+// ---- default branch, deletions
+await call("setDefaultProjectBranch", p, devId, (d) => expect(d.branch.default === true, "not default"));
+await call("deleteProjectEndpoint", p, ep, (d) => expect(d.endpoint.id === ep, "wrong compute"));
+await settle();
+const scratch = await api.createProjectBranch(p, { branch: { name: "scratch" } });
+await settle();
+await call("deleteProjectBranch", { projectId: p, branchId: scratch.data.branch.id }, (d) =>
+  expect(d.branch.name === "scratch", "wrong branch"));
+await call("deleteProject", p, (d) => expect(d.project.id === p, "wrong project"));
+
+process.stdout.write(JSON.stringify({ results }));
