@@ -171,8 +171,6 @@ def cmd_limits(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve the management API over simulated time (console at /, OpenAPI at /docs)."""
-    import uvicorn
-
     from sim.api import SimServer, create_app
 
     scenario = None
@@ -194,13 +192,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _fail(f"--rate-limit: {err}")
     if args.max_body_bytes < 1:
         return _fail("--max-body-bytes must be >= 1")
+    if args.body_timeout is not None and not args.body_timeout > 0:
+        return _fail("--body-timeout must be > 0")
+    if args.new and not args.state:
+        return _fail("--new starts a state file over: give it with --state FILE")
     limits = {"rate_limit": rate_limit, "max_body_bytes": args.max_body_bytes}
     restored = None
     try:
         if args.state:
-            from sim.api.journal import StateError, open_server
+            from sim.api.state_file import StateError, open_server, start_over
             from sim.scenario.loader import ScenarioError
 
+            if args.new:
+                for moved in start_over(Path(args.state)):
+                    print(f"state: kept the old {moved.name} aside")
             try:
                 server, restored = open_server(args.state, seed=args.seed, clock=args.clock,
                                                speed=args.speed, scenario_path=args.scenario,
@@ -212,19 +217,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                scenario=scenario, **limits)
     except ScenarioRunError as err:
         return _fail(f"{args.scenario}: {err}")
+    server.body_timeout_s = args.body_timeout
     key = None
+    if args.api_key is not None and server.keys.is_revoked(args.api_key):
+        server.close_state()
+        return _fail(f"--api-key: that key was revoked in {args.state}; give another")
     if args.api_key is not None or not server.saved_keys:
         key = server.add_personal_key(args.api_key)
-        if server.journal is not None:
-            server.journal.save_key(key)  # as its SHA-256: a restart accepts it again
+        server.keep_key(key)  # with a state file, as its SHA-256: a restart accepts it again
     base = f"http://{args.host}:{args.port}"
     clock = "manual (POST /_sim/advance)" if args.clock == "manual" else f"realtime x{args.speed:g}"
     print(f"sim serve: {base}/api/v2/  (clock: {clock}, seed {server.seed})")
     print(f"limits: {rate_limit or 'no rate limit'}; bodies up to {args.max_body_bytes} bytes")
     if restored is not None:
-        what = ("new state file" if restored.created else
-                f"{restored.requests} requests ({restored.entries} journal entries) replayed "
-                f"in {restored.seconds:.1f} s; simulated now {server.cp.now:g} s")
+        if restored.created:
+            what = "new state file"
+        else:
+            start = (f"snapshot after row {restored.snapshot_after} + "
+                     if restored.snapshot_after else "")
+            what = (f"{start}{restored.requests} requests ({restored.entries} journal entries) "
+                    f"replayed in {restored.seconds:.2f} s; simulated now {server.cp.now:g} s")
         print(f"state: {args.state} ({what})")
     if key is not None and args.api_key is None:
         print(f"API key (personal, shown once): {key.secret}")
@@ -233,11 +245,47 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"console: {base}/#key=<API key>   OpenAPI: {base}/docs")
     sys.stdout.flush()
     try:
-        uvicorn.run(create_app(server), host=args.host, port=args.port, log_level="warning",
-                    access_log=False, ws="none", lifespan="off")
+        _serve(create_app(server), args.host, args.port)
     finally:
-        if server.journal is not None:
-            server.journal.close()
+        server.close_state()  # drain is over: snapshot, commit, fold the -wal in, close
+    return 0
+
+
+def _serve(app: object, host: str, port: int) -> None:
+    """uvicorn until SIGTERM or SIGINT; then in-flight requests finish (10 s at most) and
+    this returns, so the state file is closed cleanly and the exit status is 0."""
+    import uvicorn
+
+    class Draining(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: object) -> None:
+            super().handle_exit(sig, frame)  # type: ignore[arg-type]
+            self._captured_signals.clear()  # not re-raised after the drain: we exit cleanly
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning",  # type: ignore[arg-type]
+                            access_log=False, ws="none", lifespan="off",
+                            timeout_graceful_shutdown=10)
+    Draining(config).run()
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    """List or revoke the API keys of a state file (the server must be stopped)."""
+    from sim.api.state_file import StateError, list_keys, revoke_key
+
+    if args.action == "revoke" and args.key_id is None:
+        return _fail(f"keys revoke: give the id of the key (see: sim keys list --state "
+                     f"{args.state})")
+    try:
+        if args.action == "revoke":
+            record = revoke_key(args.state, args.key_id)
+            print(f"revoked key {record.id} ({record.name}); refused from now on")
+            return 0
+        records = list_keys(args.state)
+    except StateError as err:
+        return _fail(str(err))
+    print(f"{'id':>4}  {'kind':<12} {'name':<24} {'created_at':<28} state")
+    for r in records:
+        print(f"{r.id:>4}  {r.kind.value:<12} {r.name[:24]:<24} {r.created_at or '-':<28} "
+              f"{'revoked' if r.revoked else 'accepted'}")
     return 0
 
 
@@ -309,6 +357,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "sweep": (cmd_sweep, "run a grid of scenario overrides with several seeds on dask"),
     "limits": (cmd_limits, "print the size table (CU, vCPU, RAM, max_connections, ...)"),
     "serve": (cmd_serve, "serve the management API over simulated time (console at /)"),
+    "keys": (cmd_keys, "list or revoke the API keys kept in a state file of sim serve"),
 }
 
 
@@ -369,6 +418,16 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default 700,40, as the real API); off: no limit")
     serve.add_argument("--max-body-bytes", type=int, default=1 << 20, metavar="N",
                        help="refuse larger request bodies with 413 (default 1 MiB)")
+    serve.add_argument("--new", action="store_true",
+                       help="start the --state file over: the old one and its companions are "
+                            "moved aside (FILE.old-<time>), never deleted")
+    serve.add_argument("--body-timeout", type=float, default=10.0, metavar="SECONDS",
+                       help="a request body must arrive whole within this time, else 408 "
+                            "(default 10)")
+    keys = sub.add_parser("keys", help=COMMANDS["keys"][1], description=COMMANDS["keys"][1])
+    keys.add_argument("action", choices=("list", "revoke"), help="list, or revoke one key")
+    keys.add_argument("key_id", nargs="?", type=int, help="revoke: the id of the key (see list)")
+    keys.add_argument("--state", required=True, metavar="FILE", help="the state file")
     return parser
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from sim.api import auth, computes, console, control, errors, journal, limits, projects
+from sim.api import api_keys, auth, computes, console, control, errors, journal, limits, projects
 from sim.api.server import SimServer
 
 DESCRIPTION = """\
@@ -43,6 +43,7 @@ def create_app(server: SimServer) -> FastAPI:
             {"name": "auth", "description": "managed auth (spec.md #1-#16, beta)"},
             {"name": "projects"},
             {"name": "branches"},
+            {"name": "api keys"},
             {"name": "simulation", "description": "the simulator's own controls (/_sim)"},
         ],
     )
@@ -55,6 +56,7 @@ def create_app(server: SimServer) -> FastAPI:
     app.include_router(projects.router)
     app.include_router(auth.router)
     app.include_router(control.router)
+    app.include_router(api_keys.router)
     app.include_router(console.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

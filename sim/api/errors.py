@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sim.api.limits import allowed_methods
 from sim.api.schemas import ErrorBody
 from sim.rules.errors import ApiError
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("sim.api")
 
 _CODES = {400: "INVALID_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND",
-          405: "METHOD_NOT_ALLOWED", 409: "CONFLICT", 415: "UNSUPPORTED_MEDIA_TYPE",
+          405: "METHOD_NOT_ALLOWED", 408: "REQUEST_TIMEOUT", 409: "CONFLICT", 415: "UNSUPPORTED_MEDIA_TYPE",
           422: "UNSUPPORTED_STATE", 423: "LOCKED", 429: "RATE_LIMITED",
           503: "SERVICE_UNAVAILABLE"}
 _MEANINGS = {
@@ -138,14 +139,18 @@ def install(app: FastAPI, server: SimServer) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         status = exc.status_code
+        headers = dict(exc.headers) if exc.headers else None
         if status == 404:
             message = f"no route {request.method} {request.url.path}"
         elif status == 405:
-            message = f"method {request.method} is not allowed on {request.url.path}"
+            # the router names the methods of one route; a path may be served by several
+            allow = allowed_methods(request.scope)
+            headers = {**(headers or {}), "Allow": ", ".join(allow)}
+            message = (f"method {request.method} is not allowed on {request.url.path} "
+                       f"(allowed: {', '.join(allow)})")
         else:
             message = str(exc.detail)
-        return error_response(request, status, _CODES.get(status, "ERROR"), message,
-                              dict(exc.headers) if exc.headers else None)
+        return error_response(request, status, _CODES.get(status, "ERROR"), message, headers)
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception) -> JSONResponse:

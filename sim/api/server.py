@@ -19,8 +19,6 @@ the lock, until what it saw is committed.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import itertools
 import json
 import threading
@@ -32,9 +30,10 @@ from enum import StrEnum
 from types import EllipsisType
 from typing import TYPE_CHECKING
 
-from sim.api.journal import CURRENT, Entry, Journal, bearer_token
-from sim.api.keys import ORG_ID, ApiKey, KeyStore, scenario_keys
-from sim.api.limits import DEFAULT_MAX_BODY_BYTES, RateLimit, RateLimiter
+from sim.api import snapshot
+from sim.api.journal import CURRENT, Entry, Journal
+from sim.api.keys import ORG_ID, ApiKey, KeyRecord, KeyStore, new_secret, scenario_keys
+from sim.api.limits import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, RateLimit, RateLimiter
 from sim.engine.clock import DEFAULT_START
 from sim.engine.config import EngineConfig
 from sim.engine.control_plane import ControlPlane
@@ -92,6 +91,7 @@ class SimServer:
         self.config = config
         self.lock = threading.RLock()
         self.keys = KeyStore()
+        self.keys.now = self._now_iso
         self.faults = Faults()
         self.actions: list[ActionRecord] = []  # scenario actions run so far
         self._wall = wall
@@ -99,11 +99,13 @@ class SimServer:
         self._wrapped = control_plane is not None
         self.cp: ControlPlane = control_plane if control_plane is not None else self._build()
         self._wall_origin = wall()
-        self.journal: Journal | None = None  # sim serve --state (sim.api.journal.open_server)
-        self.saved_keys: dict[str, ApiKey] = {}  # sha256 of the secret -> key, from the state
+        self.journal: Journal | None = None  # sim serve --state (sim.api.state_file)
+        self.snapshot_every: int | None = None  # journal rows between snapshots of the world
         self.replaying = False  # replaying a journal: no injected latency
         self._thread = threading.local()  # lock depth of this thread (see _section)
         self.max_body_bytes = max_body_bytes
+        #: seconds a request body may take to arrive whole (408 after); None: no limit
+        self.body_timeout_s: float | None = DEFAULT_BODY_TIMEOUT_S
         self.limiter: RateLimiter | None = None
         self.configure(rate_limit=rate_limit)
 
@@ -177,25 +179,74 @@ class SimServer:
         return self.keys.personal(secret)
 
     def authenticate(self, authorization: str | None) -> ApiKey:
-        try:
-            return self.keys.authenticate(authorization)
-        except ApiError:
-            saved = self._saved_key(authorization)
-            if saved is None:
-                raise
-            return saved
+        return self.keys.authenticate(authorization)
 
-    def _saved_key(self, authorization: str | None) -> ApiKey | None:
-        """A key of the state file, kept as the SHA-256 of its secret (constant time)."""
-        token = bearer_token(authorization)
-        if token is None or not self.saved_keys:
-            return None
-        offered = hashlib.sha256(token.encode()).hexdigest()
-        found = None
-        for sha, key in self.saved_keys.items():
-            if hmac.compare_digest(sha, offered):
-                found = key
-        return found
+    @property
+    def saved_keys(self) -> dict[str, ApiKey]:
+        """Keys restored from the state file, by the SHA-256 of their secret."""
+        return self.keys.hashed
+
+    def _now_iso(self) -> str | None:
+        cp = getattr(self, "cp", None)
+        return None if cp is None else cp.clock.iso(cp.now)
+
+    def keep_key(self, key: ApiKey) -> KeyRecord | None:
+        """With a state file: keep `key` (as the hash of its secret), durable on return."""
+        record = self.keys.record_of(key.secret)
+        if self.journal is not None and record is not None:
+            self.journal.save_key(record)
+        return record
+
+    def create_api_key(self, name: str) -> tuple[KeyRecord, str]:
+        """A new personal key: (its record, its secret: shown once, never kept)."""
+        with self._section():
+            secret = new_secret()
+            self.keys.personal(secret, name=name)
+            record = self.keys.record_of(secret)
+            assert record is not None
+            self._journal(Entry("key", 0.0, {"record": record}))
+        return record, secret
+
+    def revoke_api_key(self, key_id: int) -> KeyRecord | None:
+        """Revoke a key by id, journaled (refused from now on, also after a restart);
+        None when no accepted key has that id."""
+        with self._section():
+            return self.keys.revoke_id(key_id)
+
+    def _key_revoked(self, record: KeyRecord) -> None:
+        with self._section():
+            self._journal(Entry("key", 0.0, {"record": record}))
+
+    def close_state(self) -> None:
+        """A clean stop: snapshot the world, commit, fold the -wal into the file, close it."""
+        journal = self.journal
+        if journal is None:
+            return
+        try:
+            if not journal.failed:
+                self.take_snapshot()
+        finally:
+            journal.close()
+
+    def attach_journal(self, journal: Journal) -> None:
+        self.journal = journal
+        self.keys.on_revoke = self._key_revoked
+
+    # -- snapshots of the world (sim serve --state) -------------------------------------------
+    def world_state(self) -> tuple[object, ...]:
+        """What a snapshot holds: everything that changes as the world runs."""
+        return self.cp, self.faults, self.actions
+
+    def restore_world(self, state: tuple[object, ...]) -> None:
+        cp, faults, actions = state
+        self.cp, self.faults, self.actions = cp, faults, actions  # type: ignore[assignment]
+
+    def take_snapshot(self) -> None:
+        """Append a snapshot of the world to the journal (under the lock)."""
+        with self._section():
+            if self.journal is not None:
+                self.journal.append(Entry("snapshot", self.cp.now,
+                                          {"world": snapshot.dumps(self.world_state())}))
 
     def next_request_id(self) -> str:
         return f"req-{next(self._request_ids):08d}"
@@ -271,6 +322,10 @@ class SimServer:
                     if journal is not None and depth == 0:
                         if self.mode is ClockMode.REALTIME:
                             journal.note_clock(self.cp.now)
+                        every = self.snapshot_every
+                        if every is not None and journal.since_snapshot >= every:
+                            journal.append(Entry("snapshot", self.cp.now, {
+                                "world": snapshot.dumps(self.world_state())}))
                         seen = journal.appended
         finally:
             if seen:
