@@ -64,6 +64,7 @@ class World:
             "oauth_provider_id": (self.oauth_provider_id, "google"),
             "auth_provider": (self.auth_provider,),
             "id": (self.oauth_provider_id, "google"),
+            "key_id": ("1",),  # the API key of the world's first client
         }
 
 
