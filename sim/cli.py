@@ -245,13 +245,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"console: {base}/#key=<API key>   OpenAPI: {base}/docs")
     sys.stdout.flush()
     try:
-        _serve(create_app(server), args.host, args.port)
+        _serve(create_app(server), args.host, args.port, args.log_level)
     finally:
         server.close_state()  # drain is over: snapshot, commit, fold the -wal in, close
     return 0
 
 
-def _serve(app: object, host: str, port: int) -> None:
+def _serve(app: object, host: str, port: int, log_level: str) -> None:
     """uvicorn until SIGTERM or SIGINT; then in-flight requests finish (10 s at most) and
     this returns, so the state file is closed cleanly and the exit status is 0."""
     import uvicorn
@@ -261,7 +261,11 @@ def _serve(app: object, host: str, port: int) -> None:
             super().handle_exit(sig, frame)  # type: ignore[arg-type]
             self._captured_signals.clear()  # not re-raised after the drain: we exit cleanly
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning",  # type: ignore[arg-type]
+    import logging
+
+    logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level,  # type: ignore[arg-type]
                             access_log=False, ws="none", lifespan="off",
                             timeout_graceful_shutdown=10)
     Draining(config).run()
@@ -418,6 +422,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default 700,40, as the real API); off: no limit")
     serve.add_argument("--max-body-bytes", type=int, default=1 << 20, metavar="N",
                        help="refuse larger request bodies with 413 (default 1 MiB)")
+    serve.add_argument("--log-level", choices=("warning", "info", "debug"), default="warning",
+                       help="what the server logs, on stderr (default warning)")
     serve.add_argument("--new", action="store_true",
                        help="start the --state file over: the old one and its companions are "
                             "moved aside (FILE.old-<time>), never deleted")

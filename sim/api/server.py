@@ -31,7 +31,7 @@ from types import EllipsisType
 from typing import TYPE_CHECKING
 
 from sim.api import snapshot
-from sim.api.journal import CURRENT, Entry, Journal
+from sim.api.journal import CURRENT, Entry, Journal, StateError
 from sim.api.keys import ORG_ID, ApiKey, KeyRecord, KeyStore, new_secret, scenario_keys
 from sim.api.limits import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, RateLimit, RateLimiter
 from sim.engine.clock import DEFAULT_START
@@ -329,7 +329,11 @@ class SimServer:
                         seen = journal.appended
         finally:
             if seen:
-                self.journal.wait_durable(seen)  # type: ignore[union-attr]
+                try:
+                    self.journal.wait_durable(seen)  # type: ignore[union-attr]
+                except StateError:  # not on disk: not acknowledged (the log has the cause)
+                    raise unavailable("the state file cannot be written; restart the "
+                                      "server") from None
 
     def _journal(self, entry: Entry) -> None:
         """Append a change of the world made by this server (under the lock)."""

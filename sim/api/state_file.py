@@ -128,10 +128,35 @@ def _check_bytes(path: Path) -> None:
         raise StateError(f"{path}: an empty file, not a state file (a state file is never "
                          f"empty; was it truncated?); restore it, or start over with --new")
     with open(path, "rb") as f:
-        header = f.read(len(SQLITE_HEADER))
-    if header != SQLITE_HEADER:
+        header = f.read(100)
+    if header[:len(SQLITE_HEADER)] != SQLITE_HEADER:
         raise StateError(f"{path}: not a state file (not an SQLite database); "
                          f"start over with --new to replace it")
+    if header[18:20] != b"\x02\x02":  # a state file is in WAL mode from its first commit
+        raise StateError(f"{path}: not a state file of sim (an SQLite database not in WAL "
+                         f"mode); start over with --new to replace it")
+
+
+def _inspect(path: Path) -> dict[str, str]:
+    """`_check` on a read-only connection: a refused file is left exactly as it was (a
+    writable one would fold a damaged `-wal` into the file and delete it on closing)."""
+    made = [p for p in (path.with_name(path.name + "-shm"), path.with_name(path.name + "-wal"))
+            if not p.exists()]
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.2)
+    except sqlite3.Error as err:
+        raise StateError(f"{path}: cannot be read ({err})") from None
+    try:
+        return _check(path, conn)
+    except sqlite3.OperationalError as err:
+        if "locked" in str(err) or "busy" in str(err):
+            raise StateError(f"{path}: in use (is another sim serve using it?)") from None
+        raise StateError(f"{path}: cannot be read ({err})") from None
+    finally:
+        conn.close()
+        for p in made:  # made by the read-only look (empty): gone again
+            if p.exists() and (p.name.endswith("-shm") or p.stat().st_size == 0):
+                p.unlink()
 
 
 def _check(path: Path, conn: sqlite3.Connection) -> dict[str, str]:
@@ -153,6 +178,8 @@ def _check(path: Path, conn: sqlite3.Connection) -> dict[str, str]:
             raise StateError(f"{path}: state format {meta.get('format')} is not {FORMAT} "
                              f"(made by another version of sim); start over with --new")
         last = conn.execute("SELECT max(seq) FROM journal").fetchone()[0] or 0
+    except sqlite3.OperationalError:
+        raise
     except sqlite3.DatabaseError as err:
         raise StateError(f"{path}: damaged ({err}); restore a copy, or start over "
                          f"with --new") from None
@@ -203,14 +230,10 @@ def open_journal(path: str | Path) -> tuple[Journal, dict[str, str], bool]:
             meta: dict[str, str] = {}
         else:
             _check_bytes(path)
+            meta = _inspect(path)
+            seal = load_key(path, create=False)
+            _check_key(path, meta, seal)
             conn = _connect(path)
-            try:
-                meta = _check(path, conn)
-                seal = load_key(path, create=False)
-                _check_key(path, meta, seal)
-            except BaseException:
-                conn.close()
-                raise
     except SealError as err:
         raise StateError(f"{path}: {err}") from None
     except OSError as err:
