@@ -205,7 +205,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
             if args.new:
                 for moved in start_over(Path(args.state)):
-                    print(f"state: kept the old {moved.name} aside")
+                    print(f"state: kept the old file aside as {moved.name}")
             try:
                 server, restored = open_server(args.state, seed=args.seed, clock=args.clock,
                                                speed=args.speed, scenario_path=args.scenario,
