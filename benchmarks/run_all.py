@@ -26,7 +26,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # run as a script or i
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Report, Row, rows_table
 
-TARGETS = ("fleet_scale", "engine_per_session", "sharding", "api_latency")
+TARGETS = ("fleet_scale", "engine_per_session", "sharding", "api_latency", "state_restart")
 
 
 def machine() -> str:
