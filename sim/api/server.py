@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -43,6 +44,9 @@ from sim.rules.errors import ApiError, conflict, unavailable
 if TYPE_CHECKING:
     from sim.engine.model import Compute
     from sim.scenario.schema import ComputeSpec, Scenario
+
+
+log = logging.getLogger("sim.api.server")
 
 
 class ClockMode(StrEnum):
@@ -225,6 +229,9 @@ class SimServer:
         try:
             if not journal.failed:
                 self.take_snapshot()
+        except Exception as err:  # noqa: BLE001 - the stop goes on: the journal has it all
+            log.error("state file: no snapshot at the stop (%s: %s); the next start replays "
+                      "the journal", type(err).__name__, err)
         finally:
             journal.close()
 
@@ -240,6 +247,19 @@ class SimServer:
     def restore_world(self, state: tuple[object, ...]) -> None:
         cp, faults, actions = state
         self.cp, self.faults, self.actions = cp, faults, actions  # type: ignore[assignment]
+
+    def _periodic_snapshot(self, journal: Journal) -> None:
+        """A snapshot on the way out of a lock section. If the world cannot be pickled
+        (a bug), the request that happened to cross the line must not fail for it:
+        say so once and go on without snapshots (restarts replay the journal)."""
+        try:
+            world = snapshot.dumps(self.world_state())
+        except Exception as err:  # noqa: BLE001 - any failure: snapshots off, service on
+            log.error("state file: cannot snapshot the world (%s: %s); restarts will replay "
+                      "the whole journal", type(err).__name__, err)
+            self.snapshot_every = None
+            return
+        journal.append(Entry("snapshot", self.cp.now, {"world": world}))
 
     def take_snapshot(self) -> None:
         """Append a snapshot of the world to the journal (under the lock)."""
@@ -324,8 +344,7 @@ class SimServer:
                             journal.note_clock(self.cp.now)
                         every = self.snapshot_every
                         if every is not None and journal.since_snapshot >= every:
-                            journal.append(Entry("snapshot", self.cp.now, {
-                                "world": snapshot.dumps(self.world_state())}))
+                            self._periodic_snapshot(journal)
                         seen = journal.appended
         finally:
             if seen:

@@ -29,7 +29,7 @@ import pytest
 from sim.api import in_process_client
 from sim.api.sealing import ENV
 from sim.api.state_file import StateError, list_keys, open_server, revoke_key, start_over
-from tests.reliability.test_persistence import KEY, Kept, busy_session, digest, ok
+from tests.reliability.test_persistence import KEY, ROOT, Kept, busy_session, digest, ok
 
 SEED = 5
 
@@ -350,3 +350,24 @@ def test_405_names_every_method_of_the_path(tmp_path: Path) -> None:
     assert (r.status_code, r.headers["allow"]) == (405, "DELETE, GET, PATCH")
 
 
+
+
+def test_a_scenario_world_snapshots_and_runs_on_alike(tmp_path: Path) -> None:
+    """A scenario's fleet (workloads, scripted actions) survives a snapshot: restored and run
+    on for a simulated day, it equals the world that never stopped."""
+    scenario = tmp_path / "dev-branches.yaml"
+    shutil.copy(ROOT / "scenarios" / "dev-branches.yaml", scenario)
+    kept = Kept(tmp_path / "sc.db", {"scenario_path": scenario})
+    try:
+        kept.api.advance(3600)
+        twin = Kept(tmp_path / "twin.db", {"scenario_path": scenario})
+        twin.api.advance(3600)
+        kept.server.close_state()
+        kept.open()
+        assert kept.restored.snapshot_after > 0 and kept.restored.entries == 0
+        for k in (kept, twin):
+            k.api.advance(86_400)
+        assert digest(kept.server.cp) == digest(twin.server.cp)
+        twin.close()
+    finally:
+        kept.close()
