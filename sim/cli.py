@@ -285,7 +285,9 @@ def cmd_keys(args: argparse.Namespace) -> int:
             return 0
         records = list_keys(args.state)
     except StateError as err:
-        return _fail(str(err))
+        hint = ("; while it runs, use GET / DELETE /api/v2/api_keys" if "in use" in str(err)
+                else "")
+        return _fail(f"{err}{hint}")
     print(f"{'id':>4}  {'kind':<12} {'name':<24} {'created_at':<28} state")
     for r in records:
         print(f"{r.id:>4}  {r.kind.value:<12} {r.name[:24]:<24} {r.created_at or '-':<28} "
