@@ -83,7 +83,7 @@ def list_api_keys(server: Server, key: Key):
     _manager(key)
     return [{"id": r.id, "name": r.name, "created_at": _created_at(r, server),
              "created_by": {"id": r.user_id, "name": r.user_id, "image": ""}}
-            for r in server.keys.records()]
+            for r in server.api_key_records()]
 
 
 @router.post("/api_keys", response_model=ApiKeyCreated, responses=error_docs(403))

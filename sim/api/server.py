@@ -211,6 +211,11 @@ class SimServer:
             self._journal(Entry("key", 0.0, {"record": record}))
         return record, secret
 
+    def api_key_records(self) -> list[KeyRecord]:
+        """The keys accepted now; with a state file, answered once all it shows is on disk."""
+        with self._section():
+            return self.keys.records()
+
     def revoke_api_key(self, key_id: int) -> KeyRecord | None:
         """Revoke a key by id, journaled (refused from now on, also after a restart);
         None when no accepted key has that id."""
