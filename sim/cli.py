@@ -259,7 +259,7 @@ def _serve(app: object, host: str, port: int, log_level: str) -> None:
     class Draining(uvicorn.Server):
         def handle_exit(self, sig: int, frame: object) -> None:
             super().handle_exit(sig, frame)  # type: ignore[arg-type]
-            self._captured_signals.clear()  # not re-raised after the drain: we exit cleanly
+            getattr(self, "_captured_signals", []).clear()  # not re-raised after the drain
 
     import logging
 
