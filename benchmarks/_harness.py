@@ -21,6 +21,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 FLEET_YAML = HERE / "fleet.yaml"
+REALISTIC_YAML = HERE / "realistic.yaml"
+#: realistic.yaml's templates and their shares of the computes (one compute per project)
+REALISTIC_SHARES = (("web", 0.4), ("pooled", 0.5), ("sized", 0.1))
 GIB = 1024**3
 
 
@@ -61,6 +64,32 @@ def fleet_size(text: str) -> tuple[int, float, float]:
                 if process is not None:
                     sessions += process.mean_rate_per_s(0.0, scenario.duration) * scenario.duration
     return computes, scenario.duration / 86_400, sessions
+
+
+def realistic_text(computes: int | None = None, days: float | None = None) -> str:
+    """benchmarks/realistic.yaml at `computes` computes (split 40 / 50 / 10 % between its
+    templates) and `days` days, with a PATCH of the suspend timeout on 1 % of the
+    projects (at least one), spread over the web and pooled templates."""
+    text = fleet_text(None, days, base=REALISTIC_YAML.read_text(encoding="utf-8"))
+    if computes is None:
+        return text
+    if computes < 10:
+        raise ValueError(f"the realistic fleet needs at least 10 computes, got {computes}")
+    counts = {name: round(computes * share) for name, share in REALISTIC_SHARES[:-1]}
+    counts[REALISTIC_SHARES[-1][0]] = computes - sum(counts.values())
+    for name, count in counts.items():
+        text = _replace_once(text, rf"(?m)^(  - name: {name}\n    count:\s*)\S+", rf"\g<1>{count}")
+    patched = max(1, round(computes / 100))
+    head, _, _ = text.partition("\nactions:\n")
+    lines = [head, "actions:"]
+    for k in range(patched):
+        name = ("web", "pooled")[k % 2]
+        index = (k // 2) * counts[name] // max(1, (patched + 1 - k % 2) // 2)
+        ref = f"{name}[{index}]"
+        lines += ["  - at: 12h",
+                  f"    call: PATCH /projects/{{{ref}}}/endpoints/{{{ref}.main.read_write}}",
+                  "    body: {endpoint: {suspend_timeout_seconds: 900}}"]
+    return "\n".join(lines) + "\n"
 
 
 def write_fleet(text: str, directory: str | Path, name: str = "fleet.yaml") -> Path:

@@ -1,7 +1,7 @@
 """Run every performance target and print one table: target, figure, baseline, ratio, goal.
 
     python benchmarks/run_all.py            # the full targets (long: see benchmarks/README.md)
-    python benchmarks/run_all.py --quick    # every workload ~10x smaller: about 2 minutes
+    python benchmarks/run_all.py --quick    # every workload ~10x smaller: 3-5 minutes
     python benchmarks/run_all.py --only api_latency --json results.json
 
 Each target is a script of its own (`measure(quick)`); a target that raises is
@@ -26,7 +26,8 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # run as a script or i
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Report, Row, rows_table
 
-TARGETS = ("fleet_scale", "engine_per_session", "sharding", "api_latency", "state_restart")
+TARGETS = ("fleet_scale", "versus_peer", "realistic_scale", "sharding", "api_latency", "key_lookup",
+           "state_restart")
 
 
 def machine() -> str:
@@ -58,7 +59,7 @@ def run_target(name: str, quick: bool) -> tuple[Report, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help="scale every workload down ~10x (about 2 minutes in all)")
+                        help="scale every workload down ~10x (3-5 minutes in all)")
     parser.add_argument("--only", action="append", choices=TARGETS, metavar="TARGET",
                         help=f"run only this target (repeatable): {', '.join(TARGETS)}")
     parser.add_argument("--json", metavar="FILE", help="also write every figure to FILE")

@@ -7,12 +7,18 @@ and exit non-zero; no traceback reaches the terminal.
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sim.api.limits import RateLimit
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report an interrupted command
 
 
 def _fail(message: str) -> int:
@@ -52,8 +58,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a scenario; write Parquet tables, summary, charts and report.html to --out."""
     from sim.fleet import run_fleet
-    from sim.metrics import draw_charts, frames, summary, summary_table, write_results
-    from sim.report import write_report
+    from sim.metrics import summary_table
+    from sim.results_dir import ResultsExist, check_target, discard, publish, staging_dir, write_run
     from sim.scenario.loader import ScenarioError, load_scenario
     from sim.scenario.runner import ScenarioRunError
 
@@ -64,25 +70,57 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("results") / scenario.name
     if args.workers is not None and args.workers < 1:
         return _fail("--workers must be >= 1")
-    started = time.perf_counter()
     try:
-        with _progress(args.quiet, f"simulating {scenario.name}") as update:
-            result = run_fleet(args.file, seed=args.seed, workers=args.workers,
-                               scheduler=args.scheduler, progress=update)
-    except (ScenarioRunError, OSError, TimeoutError) as err:
-        return _run_failure(args, err)
-    elapsed = time.perf_counter() - started
-    tables = frames(result)
-    totals = summary(tables, result)
-    write_results(result, out, tables=tables)
-    charts = draw_charts(tables, totals, out)
-    _keep_scenario(Path(args.file), out)
-    report = write_report(out, summary=totals, scenario=scenario)
-    print(summary_table(totals))
+        check_target(out, replace=args.force)  # before the run, not after it
+    except ResultsExist as err:
+        return _fail(str(err))
+    staging = None
+    try:
+        started = time.perf_counter()
+        try:
+            with _progress(args.quiet, f"simulating {scenario.name}") as update:
+                result = run_fleet(args.file, seed=args.seed, workers=args.workers,
+                                   scheduler=args.scheduler, progress=update)
+        except (ScenarioRunError, OSError, TimeoutError) as err:
+            return _run_failure(args, err)
+        simulated = time.perf_counter() - started
+        started = time.perf_counter()
+        staging = staging_dir(out, replace=args.force)
+        with _steps_progress(args.quiet, "writing results") as update:
+            written = write_run(result, scenario, Path(args.file), staging, progress=update)
+        publish(staging, out)  # from here on `staging` no longer exists
+        writing = time.perf_counter() - started
+    except ResultsExist as err:
+        return _fail(str(err))
+    except OSError as err:  # a full disk, a directory we may not write
+        if staging is not None:
+            discard(staging)
+        return _fail(f"{out}: cannot write the results ({err.strerror or err}); "
+                     f"{out} left as it was")
+    except KeyboardInterrupt:
+        if staging is not None and not staging.exists():  # already moved into place
+            print(f"sim: interrupted; the results were complete and are in {out}/",
+                  file=sys.stderr)
+            return EXIT_INTERRUPTED
+        if staging is not None:
+            discard(staging)
+        print(f"sim: interrupted; {out} left as it was", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BaseException:
+        if staging is not None:
+            discard(staging)
+        raise
+    print(summary_table(written.summary))
     print(f"\n{roads_line(result.roads)}")
-    print(f"simulated {result.duration_s / 86_400:g} days in {elapsed:.1f} s; "
-          f"results in {out}/ ({len(charts)} charts, {report.name})")
+    print(f"simulated {days(result.duration_s)} in {simulated:.1f} s; results written in "
+          f"{writing:.1f} s to {out}/ ({len(written.charts)} charts, {written.report.name})")
     return 0
+
+
+def days(seconds: float) -> str:
+    """A simulated span in days: "1 day", "0.5 days", "30 days"."""
+    n = seconds / 86_400
+    return f"{n:g} day" if n == 1 else f"{n:g} days"
 
 
 def roads_line(roads: dict[str, int]) -> str:
@@ -96,28 +134,20 @@ def roads_line(roads: dict[str, int]) -> str:
     return line
 
 
-def _keep_scenario(source: Path, out: Path) -> None:
-    """A copy of the scenario beside its results: the report describes the fleet from it."""
-    import shutil
-
-    from sim.report import SCENARIO_FILE
-
-    target = out / SCENARIO_FILE
-    if not target.exists() or not target.samefile(source):
-        shutil.copyfile(source, target)
-
-
 def cmd_plot(args: argparse.Namespace) -> int:
     """Redraw a run's charts and report.html from the results saved in OUT_DIR."""
     from sim.metrics import draw_charts, read_results
+    from sim.metrics.io import missing_results
     from sim.report import write_report
 
     out = Path(args.dir)
-    try:
-        tables, totals = read_results(out)
-    except FileNotFoundError as err:
-        return _fail(f"{out}: no saved results here ({Path(err.filename or '').name} is "
-                     f"missing); write them with: sim run FILE --out {out}")
+    missing = missing_results(out)
+    if missing:
+        what = (f"{missing[0]} is missing" if len(missing) == 1 else
+                f"{len(missing)} files are missing: {', '.join(missing)}")
+        return _fail(f"{out}: no saved results here ({what}); write them with: "
+                     f"sim run FILE --out {out}")
+    tables, totals = read_results(out)
     charts = draw_charts(tables, totals, out)
     report = write_report(out, summary=totals)
     print(f"{out}/: {len(charts)} charts and {report.name} redrawn")
@@ -171,21 +201,11 @@ def cmd_limits(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve the management API over simulated time (console at /, OpenAPI at /docs)."""
-    from sim.api import SimServer, create_app
+    from sim.api.limits import RateLimit
 
-    scenario = None
-    if args.scenario:
-        from sim.scenario.loader import ScenarioError, load_scenario
-
-        try:
-            scenario = load_scenario(args.scenario)
-        except ScenarioError as err:
-            return _fail(str(err))
+    # options, then the port, before anything is printed or created (no banner, no key)
     if args.speed <= 0:
         return _fail("--speed must be > 0")
-    from sim.api.limits import RateLimit
-    from sim.scenario.runner import ScenarioRunError
-
     try:
         rate_limit = RateLimit.parse(args.rate_limit)
     except ValueError as err:
@@ -196,6 +216,47 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _fail("--body-timeout must be > 0")
     if args.new and not args.state:
         return _fail("--new starts a state file over: give it with --state FILE")
+    if not 1 <= args.port <= 65_535:
+        return _fail(f"--port must be 1..65535, got {args.port}")
+    try:
+        listener = _listen(args.host, args.port)
+    except OSError as err:
+        return _fail(f"--port {args.port}: cannot listen on {args.host}:{args.port} "
+                     f"({err.strerror or err})")
+    try:
+        return _serve(args, listener, rate_limit)
+    finally:
+        listener.close()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind the server's socket now, so a taken port is refused before anything is printed."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        # bound, not yet listening: clients are refused (not queued) until the server
+        # is ready, which may take a while when a state file is replayed
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLimit) -> int:
+    from sim.api import SimServer, create_app
+
+    scenario = None
+    if args.scenario:
+        from sim.scenario.loader import ScenarioError, load_scenario
+
+        try:
+            scenario = load_scenario(args.scenario)
+        except ScenarioError as err:
+            return _fail(str(err))
+    from sim.scenario.runner import ScenarioRunError
+
     limits = {"rate_limit": rate_limit, "max_body_bytes": args.max_body_bytes}
     restored = None
     try:
@@ -245,15 +306,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"console: {base}/#key=<API key>   OpenAPI: {base}/docs")
     sys.stdout.flush()
     try:
-        _serve(create_app(server), args.host, args.port, args.log_level)
+        _run_uvicorn(create_app(server), listener, args.log_level)
     finally:
         server.close_state()  # drain is over: snapshot, commit, fold the -wal in, close
     return 0
 
 
-def _serve(app: object, host: str, port: int, log_level: str) -> None:
-    """uvicorn until SIGTERM or SIGINT; then in-flight requests finish (10 s at most) and
-    this returns, so the state file is closed cleanly and the exit status is 0."""
+def _run_uvicorn(app: object, listener: socket.socket, log_level: str) -> None:
+    """uvicorn on `listener` until SIGTERM or SIGINT; then in-flight requests finish (10 s
+    at most) and this returns, so the state file is closed cleanly and the exit status is 0."""
     import uvicorn
 
     class Draining(uvicorn.Server):
@@ -265,10 +326,9 @@ def _serve(app: object, host: str, port: int, log_level: str) -> None:
 
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level,  # type: ignore[arg-type]
-                            access_log=False, ws="none", lifespan="off",
-                            timeout_graceful_shutdown=10)
-    Draining(config).run()
+    config = uvicorn.Config(app, log_level=log_level, access_log=False,  # type: ignore[arg-type]
+                            ws="none", lifespan="off", timeout_graceful_shutdown=10)
+    Draining(config).run(sockets=[listener])
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
@@ -331,6 +391,28 @@ class _progress:
             self.bar.stop()
 
 
+class _steps_progress(_progress):
+    """Files written of all a run writes, and the one just written; nothing when quiet."""
+
+    def __enter__(self) -> Callable[[int, int, str], None] | None:
+        if self.quiet:
+            return None
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self.bar = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[file]}"), console=Console(stderr=True), transient=True,
+        )
+        self.bar.start()
+        task = self.bar.add_task(self.label, total=None, file="")
+
+        def update(done: int, total: int, name: str) -> None:
+            self.bar.update(task, completed=done, total=total, file=name)
+
+        return update
+
+
 class _batch_progress(_progress):
     """Runs done, simulated time reached over all runs, and time left; nothing when quiet."""
 
@@ -376,6 +458,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="output directory (default: results/<scenario name>)")
     run.add_argument("--seed", type=int, help="override the scenario's seed")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--force", action="store_true",
+                     help="replace an existing, non-empty output directory whole (without "
+                          "it such a directory is refused and left alone). Results are "
+                          "written beside it and moved into place only when complete: an "
+                          "interrupted run (Ctrl-C) leaves the directory as it was")
     run.add_argument("--workers", type=int, metavar="N",
                      help="split the fleet by project across N dask worker processes "
                           "(an embedded LocalCluster); results equal a single-process run")
@@ -445,7 +532,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handler(args)
     except KeyboardInterrupt:
-        return 130
+        print("sim: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

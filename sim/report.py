@@ -154,7 +154,8 @@ def key_cards(s: dict[str, Any]) -> str:
     p99 = s.get("wake_p99_s")
     cards = [
         _card("Cost", format_value(s.get("cost"), "money"),
-              f"at {_num(s.get('price_per_cu_hour') or 0)} per CU-hour"),
+              f"CU-hours at {_num(s.get('price_per_cu_hour') or 0)} per CU-hour, over "
+              f"{format_value(s.get('duration_s'), 'duration')} simulated (no currency)"),
         _card("CU-hours", format_value(s.get("cu_hours")),
               f"mean {format_value(s.get('mean_total_cu'))} CU in use"),
         _card("Peak computes on", format_value(s.get("peak_active_computes"), "int"),

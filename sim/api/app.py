@@ -2,7 +2,7 @@
 
     /api/v2/...   the management API (computes, operations, projects, branches, auth)
     /_sim/...     the simulation's control calls (clock, connections, faults, reset)
-    /             the console page;  /docs  the OpenAPI document, browsable
+    /             the console page;  /docs  the OpenAPI document, browsable offline
 
 Routes live in `computes`, `projects`, `auth`, `control` and `console` (one route
 table each); `errors` turns every refusal into the one error body.
@@ -14,6 +14,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi_offline import FastAPIOffline
 
 from sim.api import api_keys, auth, computes, console, control, errors, journal, limits, projects
 from sim.api.server import SimServer
@@ -28,19 +29,27 @@ realtime clock the world runs at `speed` x wall time.
 """
 
 
+#: where /docs finds Swagger UI's script, style sheet and icon
+DOCS_ASSETS = "/docs/assets"
+
+
 def create_app(server: SimServer) -> FastAPI:
-    app = FastAPI(
+    # /docs serves Swagger UI's files from an installed package, not a CDN: it works offline
+    app = FastAPIOffline(
         title="sim: management API over simulated time",
         version="2",
         description=DESCRIPTION,
         docs_url="/docs",
         redoc_url=None,
+        static_url=DOCS_ASSETS,
         # an id ending in an encoded "/" must get 404, not a redirect to another path
         redirect_slashes=False,
         openapi_tags=[
-            {"name": "computes", "description": "compute endpoints (spec.md #17-#21)"},
-            {"name": "operations", "description": "operations (spec.md #22, #23)"},
-            {"name": "auth", "description": "managed auth (spec.md #1-#16, beta)"},
+            {"name": "computes", "description": "compute endpoints: create, list, update, "
+                                               "delete, start, suspend, restart"},
+            {"name": "operations", "description": "operations: list (paginated), read, poll"},
+            {"name": "auth", "description": "managed auth (beta): integrations, SDK keys, users, "
+                                           "OAuth providers, redirect domains, email server"},
             {"name": "projects"},
             {"name": "branches"},
             {"name": "api keys"},

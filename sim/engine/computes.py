@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sim.engine.lifecycle import ACTIVE, IDLE
+from sim.engine.lifecycle import ACTIVE, IDLE, is_on
 from sim.engine.model import Branch, Compute, Operation, Project
 from sim.engine.records import Outcome
 from sim.engine.runtime import ComputeRuntime
@@ -55,7 +55,7 @@ class ComputeSpec:
 
 
 def resolve_size(min_cu: float | None, max_cu: float | None) -> tuple[float, float]:
-    """Fill a missing end of the range (README, assumptions)."""
+    """Fill a missing end of the range (docs/model.md, assumptions)."""
     if min_cu is None:
         min_cu = DEFAULT_MIN_CU if max_cu is None else min(DEFAULT_MIN_CU, max_cu)
     if max_cu is None:
@@ -123,13 +123,19 @@ class ComputeVerbs:
             branch_ids = project.branches
         return [self.computes[i] for b in branch_ids for i in self.branches[b].computes]
 
-    def _check_primary_free(self: ControlPlane, branch: Branch, field: str,
-                            moving: Compute | None = None) -> None:
+    def _check_primary_free(self: ControlPlane, branch: Branch, field: str) -> None:
         for i in branch.computes:
             other = self.computes[i]
-            if other.is_read_write and other is not moving:
+            if other.is_read_write:
                 raise conflict(field, f"branch {branch.id} already has a read_write compute "
                                       f"({other.id}); a branch has at most one")
+
+    def _check_no_compute(self: ControlPlane, branch: Branch, field: str) -> None:
+        """A read_write compute moves only onto a branch with no compute at all."""
+        if branch.computes:
+            raise conflict(field, f"branch {branch.id} already has a compute "
+                                  f"({branch.computes[0]}); a read_write compute moves only "
+                                  f"to a branch without one")
 
     def _check_unlocked(self: ControlPlane, c: Compute) -> None:
         if self.executor.lane_busy(c.id):
@@ -219,7 +225,7 @@ class ComputeVerbs:
                 raise invalid("endpoint.branch_id", "must be a string")
             target = self.get_branch(project_id, changes["branch_id"], field="endpoint.branch_id")
             if c.is_read_write:
-                self._check_primary_free(target, "endpoint.branch_id", moving=c)
+                self._check_no_compute(target, "endpoint.branch_id")
         changed = {k for k, v in merged.items() if current[k] != v}
         if target is not None:
             changed.add("branch_id")
@@ -241,9 +247,11 @@ class ComputeVerbs:
         c.name, c.pool_size = spec.name, spec.pool_size
         c.updated_at = now
         if target is not None:
-            self.branches[c.branch_id].computes.remove(c.id)
+            left = self.branches[c.branch_id]
+            left.computes.remove(c.id)
             target.computes.append(c.id)
             c.branch_id = target.id
+            self.left_branch(left, is_on(c))
             self.start_availability_checks(target)
         rt = c.runtime
         assert rt is not None

@@ -1,6 +1,6 @@
 """Everything about the engine that a scenario may tune, with its defaults.
 
-Defaults are the assumptions listed in the README; the scenario schema maps
+Defaults are the assumptions of docs/model.md; the scenario schema maps
 its `engine:` and `faults:` sections onto these fields one to one.
 """
 

@@ -137,7 +137,7 @@ class ControlPlane(ComputeVerbs, Lifecycle):
 
     def submit_compute_op(self, c: Compute, action: Action, *, after=(),
                           on_start: Hook | None = None, on_finish: Hook | None = None,
-                          ) -> Operation:
+                          running_while_waiting: bool = False) -> Operation:
         project = self.projects[c.project_id]
         # a compute's operations draw from streams of its own, so its timeline depends
         # only on its own inputs (what lets the fleet path reproduce it exactly)
@@ -151,7 +151,8 @@ class ControlPlane(ComputeVerbs, Lifecycle):
                 c.runtime.arm()  # the lane is free again: the countdown may resume
 
         return self.executor.submit(op, c.id, f"ops/{c.key}", after=after,
-                                    on_start=on_start, on_finish=finished)
+                                    on_start=on_start, on_finish=finished,
+                                    running_while_waiting=running_while_waiting)
 
     # -- projects ------------------------------------------------------------
     def get_project(self, project_id: str) -> Project:
@@ -197,7 +198,8 @@ class ControlPlane(ComputeVerbs, Lifecycle):
         branch = self._add_branch(project, branch_name, None, default=True)
         timeline.branch_id = branch.id
         created = Created(project, branch, operations=[timeline])
-        if not with_compute:
+        if not with_compute:  # nothing keeps it busy: both idle clocks start now
+            self.project_went_quiet(project)
             self.branch_went_quiet(branch)
             return created
         compute, ops = self.build_compute(project, branch, spec,
@@ -236,7 +238,7 @@ class ControlPlane(ComputeVerbs, Lifecycle):
         return project, [op]
 
     def attach_storage(self, project_id: str) -> Operation:
-        """A project's storage moved to another node (README, assumptions)."""
+        """A project's storage moved to another node (docs/model.md, assumptions)."""
         return self.submit_project_op(self.get_project(project_id), Action.TENANT_ATTACH,
                                       self.get_project(project_id).default_branch_id)
 

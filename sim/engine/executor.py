@@ -40,6 +40,8 @@ class Task:
     on_finish: Hook | None = None
     #: overrides the configured duration (e.g. a start that also reattaches storage)
     duration_s: float | None = None
+    #: shown as running while it still waits for `after` (a compute's start at its creation)
+    running_while_waiting: bool = False
     waiters: list[Task] = field(default_factory=list)
 
 
@@ -71,9 +73,10 @@ class Executor:
         on_start: Hook | None = None,
         on_finish: Hook | None = None,
         duration_s: float | None = None,
+        running_while_waiting: bool = False,
     ) -> Operation:
         task = Task(op, lane, rng_name, [a for a in after if not a.done], on_start, on_finish,
-                    duration_s)
+                    duration_s, running_while_waiting)
         self._tasks[op.id] = task
         queue = self._lanes.setdefault(lane, deque())
         queue.append(task)
@@ -88,14 +91,18 @@ class Executor:
 
     def _try_start(self, task: Task) -> None:
         pending = [a for a in task.after if not a.done]
-        if pending:
+        if pending and not task.running_while_waiting:
             self._tasks[pending[0].id].waiters.append(task)
             return
         op = task.op
-        self._move(op, S.RUNNING)
-        op.started_at = self.env.now
-        if task.on_start is not None:
-            task.on_start(op)
+        if op.status == S.SCHEDULING.value:
+            self._move(op, S.RUNNING)
+            op.started_at = self.env.now
+            if task.on_start is not None:
+                task.on_start(op)
+        if pending:  # running already; its work begins when the last prerequisite ends
+            self._tasks[pending[0].id].waiters.append(task)
+            return
         self._attempt(task)
 
     def _duration(self, task: Task) -> float:

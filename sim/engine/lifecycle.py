@@ -62,9 +62,11 @@ class Lifecycle:
         assert rt is not None
         rt.wake_at = self.env.now
         rt.wake_cause = cause
+        # a new compute's start is returned as running, whatever storage work it waits for
         ops.append(self.submit_compute_op(
             c, Action.START_COMPUTE, after=self.executor.pending(lane),
             on_start=lambda _op: self._starting(c), on_finish=lambda _op: self._started(c),
+            running_while_waiting=cause == "create",
         ))
         return ops
 
@@ -137,15 +139,23 @@ class Lifecycle:
     # -- storage lifecycle ---------------------------------------------------
     def went_quiet(self: ControlPlane, c: Compute) -> None:
         """A compute stopped: start the idle clocks of its project and branch."""
-        now = self.env.now
         project = self.projects[c.project_id]
         branch = self.branches[c.branch_id]
         computes = [self.computes[i] for b in project.branches for i in self.branches[b].computes]
         if not any(is_on(x) for x in computes):
-            project.idle_since = now
-            self._after(self.config.detach_after_s, lambda: self._maybe_detach(project, now))
+            self.project_went_quiet(project)
         if not any(is_on(self.computes[i]) for i in branch.computes):
             self.branch_went_quiet(branch)
+
+    def left_branch(self: ControlPlane, branch: Branch, was_on: bool) -> None:
+        """A compute moved off `branch`: if it kept the branch awake, the branch is quiet now."""
+        if was_on and not any(is_on(self.computes[i]) for i in branch.computes):
+            self.branch_went_quiet(branch)
+
+    def project_went_quiet(self: ControlPlane, project: Project) -> None:
+        now = self.env.now
+        project.idle_since = now
+        self._after(self.config.detach_after_s, lambda: self._maybe_detach(project, now))
 
     def branch_went_quiet(self: ControlPlane, branch: Branch) -> None:
         now = self.env.now
@@ -193,20 +203,24 @@ class Lifecycle:
         # one timeout a round, a last event when the loop ends), so ids and order match.
         schedule_now(self.env, AvailabilityRound(self, branch, every).first, urgent=True)
 
-    def _check_availability(self: ControlPlane, branch: Branch) -> None:
-        """One round: check the branch's primary (or first) compute, if it has one."""
+    def _check_availability(self: ControlPlane, branch: Branch) -> bool:
+        """One round: check the branch's primary (or first) compute, if it has one.
+        False: the checks of this branch end here."""
         computes = [self.computes[i] for i in branch.computes]
         if not computes or self.projects[branch.project_id].deleted_at is not None:
-            return  # branches without a compute are not checked
+            return True  # branches without a compute are not checked
         c = checked_compute(computes)
-        if c.disabled or (c.runtime is not None and c.runtime.external):
-            return  # a compute the kernel advances takes its checks there
+        if c.runtime is not None and c.runtime.external:
+            return False  # the compute kernel runs this branch's checks (nothing else touches it)
+        if c.disabled:
+            return True
         if c.current_state == IDLE and c.pending_state is None:
             self.wake(c, "check_availability")
         rt = c.runtime
         assert rt is not None
         rt.quiet_since = self.env.now  # background activity resets the countdown
         self.submit_compute_op(c, Action.CHECK_AVAILABILITY)
+        return True
 
 
 class AvailabilityRound:
@@ -221,11 +235,10 @@ class AvailabilityRound:
         self._next()
 
     def due(self, _event: object) -> None:
-        self.cp._check_availability(self.branch)
-        self._next()
+        self._next(self.cp._check_availability(self.branch))
 
-    def _next(self) -> None:
-        if self.branch.deleted_at is not None:
+    def _next(self, go_on: bool = True) -> None:
+        if not go_on or self.branch.deleted_at is not None:
             schedule_now(self.cp.env, None)  # where a process would schedule its own end
             return
         self.cp.env.timeout(self.every).callbacks.append(self.due)

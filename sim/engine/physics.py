@@ -71,7 +71,7 @@ class Out:
              "sp_start", "sp_end")
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _step_up(valid, cu):
     for v in valid:
         if v >= cu - 1e-12:
@@ -79,13 +79,13 @@ def _step_up(valid, cu):
     return valid[-1]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _goal(f, p, valid):
     need = max(f[CPU_LOAD] / p[P_TCPU], f[MEM_LOAD] / p[P_RAM_TMEM], p[P_MIN_CU])
     return min(_step_up(valid, need), p[P_MAX_CU])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _close_interval(f, i, o_state, o_cu, o_start, o_end, now):
     length = now - f[IV_START]
     if length > 0:
@@ -101,7 +101,7 @@ def _close_interval(f, i, o_state, o_cu, o_start, o_end, now):
     f[IV_START] = now
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _note_state(f, i, o_state, o_cu, o_start, o_end):
     if i[CUR] == i[IV_STATE] and f[CU] == f[IV_CU]:
         return
@@ -110,7 +110,7 @@ def _note_state(f, i, o_state, o_cu, o_start, o_end):
     f[IV_CU] = f[CU]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _expire_load(f, load, now):
     while len(load) > 0 and load[0][0] <= now:
         _, c, m = heapq.heappop(load)
@@ -121,7 +121,7 @@ def _expire_load(f, load, now):
         f[MEM_LOAD] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _expire(f, open_ends, server_ends, client_ends, temp, load, now):
     while len(open_ends) > 0 and open_ends[0] <= now:
         heapq.heappop(open_ends)
@@ -135,13 +135,13 @@ def _expire(f, open_ends, server_ends, client_ends, temp, load, now):
         _expire_load(f, load, now)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _load_changed(f, p, valid):
     if f[RESIZE_AT] == INF and _goal(f, p, valid) != f[CU]:
         f[RESIZE_AT] = f[NOW] + p[P_DELAY]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, wait, outcome, cold):
     k = i[N_REC]
     rec_idx[k] = s
@@ -151,7 +151,7 @@ def _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, wait, outcome, cold)
     i[N_REC] = k + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _admit(f, i, p, valid, s, arrival, now, d, c, m, t, cold, open_ends, server_ends,
            client_ends, temp, load, rec_idx, rec_wait, rec_outcome, rec_cold):
     if t > 0.0 and f[TEMP_USED] + t > p[P_DISK]:
@@ -197,7 +197,7 @@ def _admit(f, i, p, valid, s, arrival, now, d, c, m, t, cold, open_ends, server_
     _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, start - arrival, OK, cold)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _draw(rng, kind, a, b):
     if kind == ZERO:
         return 0.0
@@ -208,7 +208,7 @@ def _draw(rng, kind, a, b):
     return rng.lognormal(a, b)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _try_start(f, i, lane, op_action, op_status, op_updated, rng, dk, da, db):
     """Start the operation at the head of the lane: running, first attempt drawn."""
     k = lane[i[LANE_HEAD]]
@@ -225,7 +225,7 @@ def _try_start(f, i, lane, op_action, op_status, op_updated, rng, dk, da, db):
     i[OP_EVT_KIND] = 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _submit(f, i, action, lane, op_action, op_created, op_status, op_failures, op_updated,
             op_finished, op_sched, rng, dk, da, db):
     k = i[N_OPS]

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sim.engine.minutes import per_minute_integrals
+from sim.engine.minutes import per_minute_ns
 
 
 class StateInterval(NamedTuple):
@@ -71,8 +71,8 @@ class Recorder:
     connections: list[ConnectionRecord] = field(default_factory=list)
     wakes: list[WakeRecord] = field(default_factory=list)
     #: what the fleet path adds when events are not recorded as rows
-    on_seconds: np.ndarray | None = None  # per minute
-    cu_seconds: np.ndarray | None = None
+    on_ns: np.ndarray | None = None  # per minute (see `per_minute_ns`)
+    quarter_ns: np.ndarray | None = None
     wake_waits: dict[str, np.ndarray] = field(default_factory=dict)
 
     #: on-spans waiting to be folded into the per-minute sums (folding is per batch:
@@ -91,12 +91,12 @@ class Recorder:
         parts = self.pending or [(np.empty(0), np.empty(0), np.empty(0))]
         start, end, cu = (np.concatenate([p[i] for p in parts]) for i in range(3))
         self.pending, self.pending_rows = [], 0
-        on, cus = per_minute_integrals(start, end, [np.ones_like(cu), cu], duration_s)
-        if self.on_seconds is None or self.cu_seconds is None:
-            self.on_seconds, self.cu_seconds = on, cus
+        on, quarters = per_minute_ns(start, end, cu, duration_s)
+        if self.on_ns is None or self.quarter_ns is None:
+            self.on_ns, self.quarter_ns = on, quarters
         else:
-            self.on_seconds += on
-            self.cu_seconds += cus
+            self.on_ns += on
+            self.quarter_ns += quarters
 
 
 class ComputeRow(NamedTuple):
@@ -174,8 +174,9 @@ class RunResult:
     actions: list[ActionRecord] = field(default_factory=list)
     #: every project of the run, in creation order: id -> (scenario key, created at)
     projects: dict[str, tuple[str, float]] = field(default_factory=dict)
-    #: with events not recorded: per minute, compute-seconds on and CU-seconds
-    fleet_seconds: tuple[np.ndarray, np.ndarray] | None = None
+    #: with events not recorded: per minute, nanoseconds on and quarter-CU nanoseconds
+    #: (exact integers, see `sim.engine.minutes.per_minute_ns`)
+    fleet_ns: tuple[np.ndarray, np.ndarray] | None = None
     #: with events not recorded: each compute's cold-start waits (s)
     wake_waits: dict[str, np.ndarray] | None = None
     #: human-readable assumptions in force (cold-start distribution, pool size, prices...)
@@ -193,8 +194,8 @@ def summarise_events(result: RunResult, rec: Recorder) -> None:
     cu = np.array([iv.cu for iv in on], dtype=np.float64)
     rec.add_minutes(start, end, cu, result.duration_s)
     rec.fold_minutes(result.duration_s)
-    assert rec.on_seconds is not None and rec.cu_seconds is not None
-    result.fleet_seconds = (rec.on_seconds, rec.cu_seconds)
+    assert rec.on_ns is not None and rec.quarter_ns is not None
+    result.fleet_ns = (rec.on_ns, rec.quarter_ns)
     waits: dict[str, list[float]] = {}
     for w in result.wakes:
         if w.cause != "create":

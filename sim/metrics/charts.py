@@ -30,24 +30,37 @@ FAILED = "#d62728"
 
 
 def draw_charts(
-    frames: dict[str, pd.DataFrame], summary: dict[str, Any], out_dir: str | Path
+    frames: dict[str, pd.DataFrame], summary: dict[str, Any], out_dir: str | Path,
+    *, on_saved: Callable[[Path], None] | None = None,
 ) -> list[Path]:
-    """Draw every chart into out_dir; returns the PNG paths in a fixed order."""
+    """Draw every chart into out_dir; returns the PNG paths in a fixed order.
+
+    `on_saved` hears of each file as it is written (a progress bar)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    charts: list[tuple[str, Callable[[dict[str, pd.DataFrame], dict[str, Any]], Figure]]] = [
+    paths = []
+    for filename, draw in _charts():
+        path = out / filename
+        save(draw(frames, summary), path)
+        paths.append(path)
+        if on_saved is not None:
+            on_saved(path)
+    return paths
+
+
+def _charts() -> list[tuple[str, Callable[[dict[str, pd.DataFrame], dict[str, Any]], Figure]]]:
+    return [
         ("fleet.png", fleet_chart),
         ("cold_starts.png", cold_starts_chart),
         ("cost_by_project.png", cost_by_project_chart),
         ("connections.png", connections_chart),
         ("operations.png", operations_chart),
     ]
-    paths = []
-    for filename, draw in charts:
-        path = out / filename
-        save(draw(frames, summary), path)
-        paths.append(path)
-    return paths
+
+
+def chart_files() -> list[str]:
+    """The PNG files `draw_charts` writes, in order."""
+    return [name for name, _ in _charts()]
 
 
 def save(fig: Figure, path: Path) -> Path:

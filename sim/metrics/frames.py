@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sim.engine.minutes import MINUTE_S, per_minute_integrals
+from sim.engine.minutes import MINUTE_S, per_minute_integrals, seconds_of
 from sim.engine.records import (
     ActionRecord,
     ComputeRow,
@@ -147,7 +147,7 @@ def frames(result: RunResult) -> dict[str, pd.DataFrame]:
         "wakes": wakes,
         "actions": records_frame(result.actions, ActionRecord._fields, SCHEMAS["actions"]),
         "fleet": fleet_frame(intervals, result.duration_s, result.start_iso,
-                             result.fleet_seconds),
+                             None if result.fleet_ns is None else seconds_of(result.fleet_ns)),
     }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,19 +46,39 @@ def _arrow_type(dtype: Any) -> pa.DataType:
 
 
 def write_results(
-    result: RunResult, out_dir: str | Path, *, tables: dict[str, pd.DataFrame] | None = None
+    result: RunResult, out_dir: str | Path, *, tables: dict[str, pd.DataFrame] | None = None,
+    on_saved: Callable[[Path], None] | None = None,
 ) -> dict[str, Path]:
     """Write every table, the summary and the run's metadata; returns name -> path.
 
-    Pass `tables` when the frames are already built (they are costly for big fleets).
+    Pass `tables` when the frames are already built (they are costly for big fleets);
+    `on_saved` hears of each file as it is written (a progress bar).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tables = frames(result) if tables is None else tables
-    paths = {name: write_table(tables[name], name, out / f"{name}.parquet") for name in TABLES}
-    paths["summary"] = _write_json(make_summary(tables, result), out / SUMMARY_FILE)
-    paths["run"] = _write_json(run_metadata(result), out / RUN_FILE)
+
+    def saved(path: Path) -> Path:
+        if on_saved is not None:
+            on_saved(path)
+        return path
+
+    paths = {name: saved(write_table(tables[name], name, out / f"{name}.parquet"))
+             for name in TABLES}
+    paths["summary"] = saved(_write_json(make_summary(tables, result), out / SUMMARY_FILE))
+    paths["run"] = saved(_write_json(run_metadata(result), out / RUN_FILE))
     return paths
+
+
+def result_files() -> list[str]:
+    """The names of the files `write_results` writes, in the order it writes them."""
+    return [*(f"{name}.parquet" for name in TABLES), SUMMARY_FILE, RUN_FILE]
+
+
+def missing_results(out_dir: str | Path) -> list[str]:
+    """Which of a run's result files a directory lacks (all of them for a non-directory)."""
+    out = Path(out_dir)
+    return [name for name in result_files() if not (out / name).is_file()]
 
 
 def read_results(out_dir: str | Path) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:

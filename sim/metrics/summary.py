@@ -18,6 +18,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from sim.engine.minutes import seconds_of
 from sim.engine.records import RunResult
 from sim.metrics.frames import cold_start_waits, on_intervals, start_timestamp
 from sim.rules.states import OperationStatus
@@ -89,8 +90,8 @@ def _fleet_stats(fleet: pd.DataFrame, intervals: pd.DataFrame, result: RunResult
                  ) -> dict[str, Any]:
     duration_s = result.duration_s
     has_time = duration_s > 0
-    if result.fleet_seconds is not None:  # no interval rows: the per-minute sums say it all
-        on, cu_s = result.fleet_seconds
+    if result.fleet_ns is not None:  # no interval rows: the per-minute sums say it all
+        on, cu_s = seconds_of(result.fleet_ns)
         return {
             "peak_active_computes": None,  # an instant's peak needs the intervals
             "peak_active_computes_minute": _max(fleet["active_computes"]),
@@ -157,7 +158,8 @@ _ROWS: list[tuple[str, list[tuple[str, str, str]]]] = [
             ("mean total CU", "mean_total_cu", "num"),
             ("CU-hours", "cu_hours", "num"),
             ("price per CU-hour", "price_per_cu_hour", "num"),
-            ("cost", "cost", "money"),
+            # in no currency: the scenario's price per CU-hour, over the simulated period
+            ("cost (CU-hours x price)", "cost", "money"),
         ],
     ),
     (

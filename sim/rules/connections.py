@@ -22,7 +22,7 @@ MAX_CONNECTIONS_TABLE: dict[float, int] = {
 MAX_CONNECTIONS_CAP = 4000  # 9..38 CU; also assumed above 38 CU (not shown in spec.md)
 
 POOLER_MAX_CLIENTS = 10_000  # pooled: concurrent client connections
-DEFAULT_POOL_SHARE = 0.9  # server pool = 90% of max_connections (assumption, see README)
+DEFAULT_POOL_SHARE = 0.9  # server pool = 90% of max_connections (assumption, see docs/model.md)
 
 SQLSTATE_TOO_MANY_CONNECTIONS = "53300"
 SQLSTATE_DISK_FULL = "53100"

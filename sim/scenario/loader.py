@@ -13,7 +13,7 @@ import difflib
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -146,6 +146,44 @@ def _field_names() -> list[str]:
 _FIELD_NAMES = _field_names()
 
 
+def _models_in(annotation: Any) -> list[tuple[type[BaseModel], str]]:
+    """The models a field holds, each with what its path adds on the way ([*] for items)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [(annotation, "")]
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is list:
+        return [(m, "[*]" + tail) for m, tail in _models_in(args[0])]
+    if origin is dict:
+        return [(m, ".<name>" + tail) for m, tail in _models_in(args[1])]
+    return [found for arg in args for found in _models_in(arg)]  # Annotated, unions, Optional
+
+
+def _key_paths(model: type[BaseModel] = Scenario, prefix: str = "",
+               into: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
+    """Every key of the file format -> the full paths where it is allowed."""
+    into = {} if into is None else into
+    for name, field in model.model_fields.items():
+        path = f"{prefix}.{name}" if prefix else name
+        if path not in into.setdefault(name, []):
+            into[name].append(path)
+        for sub, tail in _models_in(field.annotation):
+            _key_paths(sub, path + tail, into)
+    return into
+
+
+_KEY_PATHS = _key_paths()
+
+
+def _unknown_key_reason(key: str) -> str:
+    """A key that belongs elsewhere names where; a near miss names the likely key."""
+    homes = _KEY_PATHS.get(key)
+    if homes:
+        where = homes[0] if len(homes) == 1 else "one of " + ", ".join(homes[:3])
+        return f"unknown key here; it belongs at {where}"
+    near = difflib.get_close_matches(key, _FIELD_NAMES, n=1, cutoff=0.75)
+    return f"unknown key (did you mean {near[0]!r}?)" if near else "unknown key"
+
+
 def _path(loc: tuple[int | str, ...]) -> str:
     out = ""
     for i, seg in enumerate(loc):
@@ -165,10 +203,7 @@ def _problem(err: Any) -> Problem:
     if kind == "missing":
         return Problem(_path(loc), "required")
     if kind == "extra_forbidden":
-        key = str(loc[-1]) if loc else ""
-        near = difflib.get_close_matches(key, _FIELD_NAMES, n=1, cutoff=0.75)
-        hint = f" (did you mean {near[0]!r}?)" if near else ""
-        return Problem(_path(loc), f"unknown key{hint}")
+        return Problem(_path(loc), _unknown_key_reason(str(loc[-1]) if loc else ""))
     kinds = ", ".join(sorted(ARRIVAL_KINDS))
     if kind == "union_tag_not_found":
         return Problem(_path(loc + ("kind",)), f"required (one of {kinds})")

@@ -114,7 +114,7 @@ def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
         computes=computes, operations=merged("operations"),
         intervals=merged("intervals"), connections=merged("connections"),
         wakes=merged("wakes"), actions=actions, assumptions=dict(head.assumptions),
-        fleet_seconds=_summed_minutes(parts), wake_waits=_joined_waits(parts),
+        fleet_ns=_summed_minutes(parts), wake_waits=_joined_waits(parts),
         projects={pid: info for pid in sorted(ranks, key=ranks.__getitem__)
                   for r, _ in parts if (info := r.projects.get(pid)) is not None},
         roads=_summed_roads(parts),
@@ -131,8 +131,8 @@ def _summed_roads(parts: Sequence[tuple[RunResult, Sequence[str]]]) -> dict[str,
 
 def _summed_minutes(parts: Sequence[tuple[RunResult, Sequence[str]]]
                     ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per-minute sums of a run that kept no event rows: parts add up (in part order)."""
-    sums = [r.fleet_seconds for r, _ in parts if r.fleet_seconds is not None]
+    """Per-minute sums of a run that kept no event rows: integers, exact in any order."""
+    sums = [r.fleet_ns for r, _ in parts if r.fleet_ns is not None]
     if not sums:
         return None
     return (np.sum([on for on, _ in sums], axis=0), np.sum([cu for _, cu in sums], axis=0))

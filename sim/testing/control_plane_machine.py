@@ -270,10 +270,10 @@ class ControlPlaneMachine(RuleBasedStateMachine):
     def move(self, cid: str, branch: str) -> None:
         note(f"t={self.now:g} move {cid} to {branch}")
         m = self.model[cid]
-        other = self.primary_on(branch)
+        occupied = any(x.branch == branch for x in self.model.values() if x.id != cid)
         predicted = None
-        if m.type == "read_write" and other is not None and other != cid:
-            predicted = 409
+        if m.type == "read_write" and branch != m.branch and occupied:
+            predicted = 409  # a read_write compute moves only to a branch with no compute
         elif self.locked(cid):
             predicted = 423
         was_active = self.compute(cid).current_state == "active"

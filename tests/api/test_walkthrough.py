@@ -1,4 +1,4 @@
-"""The curl walk-through of the README (the management API, manual clock), as a test."""
+"""The curl walk-through of docs/walkthrough-api.md (the management API, manual clock), as a test."""
 
 from __future__ import annotations
 

@@ -13,11 +13,15 @@ def test_compute_created_with_its_project_starts_after_create_timeline():
     assert c.current_state == "init" and c.pending_state == "active"
     timeline, start = created.operations
     assert (timeline.action, timeline.status) == ("create_timeline", "running")
-    assert (start.action, start.status, start.endpoint_id) == ("start_compute", "scheduling", c.id)
+    # the create-compute rule: its start_compute is returned running, even while it
+    # still waits for the timeline it will run on
+    assert (start.action, start.status, start.endpoint_id) == ("start_compute", "running", c.id)
     cp.advance(OP + 0.5)
     assert timeline.status == "finished" and start.status == "running"
     assert c.current_state == "init" and c.pending_state == "active"
-    cp.advance(COLD)
+    cp.advance(COLD - 1.0)  # the cold start counts from the end of the timeline
+    assert c.current_state == "init" and start.status == "running"
+    cp.advance(1.0)
     assert c.current_state == "active" and c.pending_state is None
     assert start.status == "finished" and start.finished_at == OP + COLD
 
@@ -32,6 +36,20 @@ def test_compute_created_on_a_ready_branch_returns_a_running_start_compute():
     assert [(o.action, o.status) for o in ops] == [("start_compute", "running")]
     cp.advance(COLD + 0.5)
     assert c.current_state == "active" and ops[0].status == "finished"
+
+
+def test_computes_created_with_their_branch_return_running_start_computes():
+    cp = control_plane()
+    project, _ = running_compute(cp)
+    created = cp.create_branch(project.id, "dev", endpoints=[{"type": "read_write"},
+                                                            {"type": "read_only"}])
+    assert [(o.action, o.status) for o in created.operations] == [
+        ("create_branch", "running"), ("start_compute", "running"), ("start_compute", "running")]
+    cp.advance(OP + COLD - 0.5)
+    assert {c.current_state for c in created.computes} == {"init"}
+    cp.advance(1.0)
+    assert {c.current_state for c in created.computes} == {"active"}
+    assert {o.finished_at for o in created.operations[1:]} == {cp.now - 0.5}
 
 
 def test_a_second_read_write_on_a_branch_is_refused_and_changes_nothing():
@@ -67,6 +85,18 @@ def test_moving_a_read_write_to_a_branch_that_has_one_is_refused():
     cp.advance(OP + 0.5)
     cp.update_compute(project.id, other.id, branch_id=empty.id)
     assert other.branch_id == empty.id and other.id in empty.computes
+
+
+def test_moving_a_read_write_to_a_branch_with_only_a_replica_is_refused_and_changes_nothing():
+    cp = control_plane()
+    project, primary = running_compute(cp)
+    dev = cp.create_branch(project.id, "dev", endpoints=[{"type": "read_only"}])
+    cp.advance(OP + COLD + 0.5)
+    replica = dev.computes[0]
+    err = refused(cp, 409, cp.update_compute, project.id, primary.id, branch_id=dev.branch.id)
+    assert err.field == "endpoint.branch_id" and replica.id in err.message
+    assert primary.branch_id != dev.branch.id and dev.branch.computes == [replica.id]
+    assert primary.current_state == "active" and not ops_of(cp, primary, "apply_config")
 
 
 def test_deleting_a_compute_drops_its_connections_and_a_new_one_gets_new_details():

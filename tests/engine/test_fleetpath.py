@@ -186,3 +186,27 @@ def test_a_project_quiet_long_enough_to_detach_alone_takes_the_engine(
     engine_tables = canonical(runner.run_scenario(scenario, fleet_path=False))
     for name, table in canonical(result).items():
         pd.testing.assert_frame_equal(table, engine_tables[name], check_exact=True, obj=name)
+
+
+def test_the_random_workloads_exercise_every_rule_on_the_fleet_path(fallbacks: list[str]) -> None:
+    """The equality above is evidence for each rule only if the kernel met it."""
+    seen = dict.fromkeys(["refused", "queued", "queue_timeouts", "disk_full", "resizes",
+                          "failed attempts", "check wakes", "cold starts"], 0)
+    for seed in range(0, 150, 3):
+        doc = random_scenario(seed)
+        doc.pop("actions", None)
+        doc["record_events"] = "all"
+        result = runner.run_scenario(parse_scenario(doc))
+        assert set(result.roads) <= {"fleet path", "engine: handed back by the fleet path"}
+        for row in result.computes:
+            seen["refused"] += row.refused
+            seen["queued"] += row.queued
+            seen["queue_timeouts"] += row.queue_timeouts
+            seen["disk_full"] += row.disk_full
+            seen["cold starts"] += row.cold_starts
+        minimum = {row.compute_id: row.min_cu for row in result.computes}
+        seen["resizes"] += sum(iv.state == "active" and iv.cu > minimum[iv.compute_id]
+                               for iv in result.intervals)
+        seen["failed attempts"] += sum(op.failures_count for op in result.operations)
+        seen["check wakes"] += sum(w.cause == "check_availability" for w in result.wakes)
+    assert all(n > 0 for n in seen.values()), seen

@@ -172,3 +172,32 @@ def test_a_wake_skips_the_archive_and_detach_still_queued_for_its_branch():
     cp.advance(20)
     assert c.current_state == "active"
     assert not dev.branch.archived and not project.detached
+
+
+def test_a_project_created_without_a_compute_is_detached_after_detach_after():
+    cp = control_plane(detach_after_s=DETACH)
+    project = cp.create_project("p", with_compute=False).project
+    cp.run_until(DETACH - 0.5)
+    assert not storage_ops(project, "tenant_detach") and project.idle_since == 0.0
+    cp.run_until(DETACH + OP + 0.5)
+    (detach,) = storage_ops(project, "tenant_detach")
+    assert detach.created_at == pytest.approx(DETACH) and project.detached
+
+
+def test_a_compute_moved_away_starts_its_old_branch_archive_clock():
+    cp = control_plane(archive_after_s=ARCHIVE)
+    project, _ = running_compute(cp, suspend_timeout_seconds=-1)
+    dev = cp.create_branch(project.id, "dev",
+                           endpoints=[{"type": "read_write", "suspend_timeout_seconds": -1}])
+    other = cp.create_branch(project.id, "other").branch
+    cp.advance(OP + COLD + 10)
+    c = dev.computes[0]
+    assert c.current_state == "active" and dev.branch.idle_since is None
+    moved_at = cp.now
+    cp.update_compute(project.id, c.id, branch_id=other.id)
+    assert dev.branch.idle_since == moved_at
+    cp.run_until(moved_at + ARCHIVE + OP + 0.5)
+    (archive,) = storage_ops(project, "timeline_archive")
+    assert archive.branch_id == dev.branch.id and dev.branch.archived
+    assert archive.created_at == pytest.approx(moved_at + ARCHIVE)
+    assert not other.archived and c.current_state == "active"  # the compute keeps it awake

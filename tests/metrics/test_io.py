@@ -62,6 +62,7 @@ def test_round_trip(tmp_path, result):
 def test_run_json_holds_the_scenario(tmp_path):
     result = small()
     result.assumptions = {"cold_start": "lognormal mean 0.5 s", "pool": "0.9 x max"}
+    result.roads = {"fleet path": 3, "engine: named by a scripted call": 1}
     paths = write_results(result, tmp_path)
     meta = read_run(tmp_path)
     assert meta == {
@@ -71,6 +72,7 @@ def test_run_json_holds_the_scenario(tmp_path):
         "duration_s": 14400.0,
         "price_per_cu_hour": 0.16,
         "assumptions": {"cold_start": "lognormal mean 0.5 s", "pool": "0.9 x max"},
+        "roads": {"fleet path": 3, "engine: named by a scripted call": 1},
     }
     text = paths["summary"].read_text()
     assert list(json.loads(text)) == sorted(json.loads(text))  # keys sorted

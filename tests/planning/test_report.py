@@ -45,7 +45,7 @@ def test_the_page_holds_scenario_summary_and_assumptions(page: str, quickstart_r
     assert "seed 1" in page and "starts Mon 05 Jan 2026, 00:00 UTC" in page
     assert "1 d simulated" in page and "launch plan" in page
     assert "10 projects (shop × 6, blog × 4), 16 computes" in page
-    assert "daily cycle 2/h to 240/h, peak at 15:00 UTC" in page
+    assert "daily cycle 2/h to 600/h, peak at 15:00 UTC" in page
     assert ">blog × 4 (free)<" in page
     assert f">{format_value(summary['cost'], 'money')}<" in page  # a key-figure card
     assert f">{summary['sessions']:,}<" in page  # the summary table
@@ -63,7 +63,8 @@ def test_fleet_rows_describe_every_compute() -> None:
         ("", "read replica", "direct"),
         ("blog × 4 (free)", "primary", "direct"),
     ]
-    assert rows[1]["workload"] == "Poisson 20/h; exponential sessions, mean 30 s"
+    assert rows[1]["workload"] == ("daily cycle 0/h to 60/h, peak at 15:00 UTC; "
+                                   "exponential sessions, mean 30 s")
 
 
 def test_long_assumption_values_read_as_durations() -> None:

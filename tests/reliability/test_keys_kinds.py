@@ -10,8 +10,8 @@
   personal or organization key; everything else within reach is allowed to
   every kind;
 - keys are compared in constant time: every stored key is compared, through
-  hmac.compare_digest, whichever matches and whether one does, and the time to
-  authenticate does not depend on where the key sits in the store;
+  hmac.compare_digest, whichever matches and whether one does (counted here;
+  the time it takes is benchmarks/key_lookup.py);
 - keys never reach a log (DEBUG, in process and under uvicorn) nor an answer;
 - keys added or revoked while requests authenticate never break a request.
 """
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hmac
 import logging
-import statistics
 import threading
 import time
 from typing import Any
@@ -334,32 +333,6 @@ def test_every_stored_key_is_compared_whichever_matches(counted) -> None:
         assert len(counted) == len(secrets), offered  # no early exit, on a hit or a miss
         assert {a for a, _ in counted} == {s.encode() for s in secrets}
         assert all(b == offered.encode() for _, b in counted)
-
-
-def _median_time(store: KeyStore, header: str, rounds: int = 15) -> float:
-    times = []
-    for _ in range(rounds):
-        t = time.perf_counter()
-        try:
-            store.authenticate(header)
-        except Exception:  # noqa: BLE001, S110 - a miss is what is being timed
-            pass
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
-def test_the_time_to_authenticate_does_not_depend_on_the_key() -> None:
-    """With 3000 keys an early exit would make the first key ~1000x faster than the last."""
-    store = KeyStore()
-    secrets = [store.personal().secret for _ in range(3000)]
-    first, last = f"Bearer {secrets[0]}", f"Bearer {secrets[-1]}"
-    near_miss = f"Bearer {secrets[0][:-1]}!"
-    for header in (first, last, near_miss):
-        _median_time(store, header, rounds=3)  # warm up
-    times = {name: _median_time(store, header)
-             for name, header in (("first", first), ("last", last), ("near miss", near_miss),
-                                  ("miss", "Bearer nothing-like-it"))}
-    assert max(times.values()) < 3 * min(times.values()), times
 
 
 # ---- never logged, never answered ----------------------------------------------------------------

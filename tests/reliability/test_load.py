@@ -9,6 +9,10 @@ clients were told they created, every acknowledged operation is listed); and
 the state file, replayed after a stop, gives the very same listing. p50/p99
 latencies are printed (-s), added to the reliability figures and kept in
 pytest's cache under reliability/load.
+
+The work is bounded by counts (clients x requests), never by a wall-clock
+budget: a busy machine makes the test slower, not failed. Each request has a
+generous timeout only so that a server that stopped answering ends the test.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from tests.reliability.test_persistence_support import Serve, dump, percentile
 CLIENTS = 32
 REQUESTS = 500  # per client, its compute's creation included
 PROJECTS = 4
-BUDGET_S = 120.0
+REQUEST_TIMEOUT_S = 120.0  # a server that stopped answering, not a slow one
+STARTUP_WAIT_S = 600.0  # a restart replays the whole journal before it listens
 
 
 @dataclass
@@ -47,7 +52,7 @@ class Client:
     done: int = 0
 
 
-def run_client(c: Client, base: Any, projects: list[str], deadline: float) -> None:
+def run_client(c: Client, base: Any, projects: list[str]) -> None:
     rng = random.Random(1000 + c.index)
     with base() as http:
 
@@ -78,9 +83,6 @@ def run_client(c: Client, base: Any, projects: list[str], deadline: float) -> No
         renames = made = 0
         suspend = True
         for _ in range(REQUESTS - 1):
-            if time.monotonic() > deadline:
-                c.errors.append("out of time")
-                return
             roll = rng.random()
             shared = rng.choice(projects)
             if roll < 0.45:
@@ -113,7 +115,6 @@ def run_client(c: Client, base: Any, projects: list[str], deadline: float) -> No
 def test_32_clients_500_requests_each(mode: str, tmp_path: Path, figures,  # noqa: ANN001
                                       request) -> None:  # noqa: ANN001
     started = time.monotonic()
-    deadline = started + BUDGET_S
     state = tmp_path / "load.db"
     options = ["--state", str(state)] if mode == "journaled" else []
     serve = Serve(*options, "--rate-limit", "off", "--seed", "5", log=tmp_path / "serve.log")
@@ -129,17 +130,16 @@ def test_32_clients_500_requests_each(mode: str, tmp_path: Path, figures,  # noq
                    for i in range(CLIENTS)]
 
         def base() -> httpx.Client:
-            return serve.client(timeout=60)
+            return serve.client(timeout=REQUEST_TIMEOUT_S)
 
-        threads = [threading.Thread(target=run_client, args=(c, base, project_ids, deadline))
+        threads = [threading.Thread(target=run_client, args=(c, base, project_ids))
                    for c in clients]
         load_started = time.perf_counter()
         for t in threads:
             t.start()
         for t in threads:
-            t.join(max(1.0, deadline - time.monotonic()))
+            t.join()  # each client ends after REQUESTS answers (or a transport error)
         load_s = time.perf_counter() - load_started
-        assert not any(t.is_alive() for t in threads), "the load did not end in time"
         errors = [e for c in clients for e in c.errors]
         assert not errors, errors[:5]
         statuses = sum((c.statuses for c in clients), Counter())
@@ -155,7 +155,7 @@ def test_32_clients_500_requests_each(mode: str, tmp_path: Path, figures,  # noq
         replayed = "no state file"
         if mode == "journaled":
             restarted = Serve("--state", str(state), "--rate-limit", "off",
-                              log=tmp_path / "serve.log", timeout=BUDGET_S)
+                              log=tmp_path / "serve.log", timeout=STARTUP_WAIT_S)
             try:
                 with restarted.client() as http:
                     assert dump(http) == listing  # the concurrent run's journal replays exactly
@@ -178,7 +178,6 @@ def test_32_clients_500_requests_each(mode: str, tmp_path: Path, figures,  # noq
         cache = getattr(request.config, "cache", None)
         if cache is not None:
             cache.set(f"reliability/load/{mode}", figures_line)
-        assert total < BUDGET_S + 30
     finally:
         serve.stop()
 

@@ -121,6 +121,12 @@ CASES: list[tuple[dict[str, Any], str, str]] = [
     ({"colour": "blue"}, "colour", "unknown key"),
     ({f"{COMPUTE0}.autoscalng": {"min_cu": 1, "max_cu": 2}}, f"{C0}.autoscalng",
      "unknown key (did you mean 'autoscaling'?)"),
+    # a key of another section names where it belongs, not itself as a near miss
+    ({"cold_start": {"dist": "fixed", "mean_s": 1}}, "cold_start",
+     "unknown key here; it belongs at engine.cold_start"),
+    ({f"{COMPUTE0}.cpu_per_session": 0.1}, f"{C0}.cpu_per_session",
+     "unknown key here; it belongs at projects[*].branches[*].computes[*].workload."
+     "cpu_per_session"),
     ({"duration": "2 days"}, "duration", "bad duration '2 days'"),
     ({"duration": 0}, "duration", "must be a duration > 0"),
     ({"name": DELETE}, "name", "required"),
