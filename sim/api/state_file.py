@@ -34,6 +34,7 @@ import dataclasses
 import hashlib
 import hmac
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from sim.api.limits import RateLimit
     from sim.api.server import SimServer
 
+log = logging.getLogger("sim.api.state_file")
 SQLITE_HEADER = b"SQLite format 3\x00"
 #: journal rows between snapshots: a restart replays at most about this many
 SNAPSHOT_EVERY = 500
@@ -305,7 +307,13 @@ def _load_snapshot(journal: Journal, server: SimServer) -> int:
     if found is None:
         return 0
     after, _t, data = found
-    server.restore_world(snapshot.loads(data))
+    try:
+        world = snapshot.loads(data)
+    except Exception as err:  # noqa: BLE001 - e.g. made by another version of sim
+        log.warning("%s: its snapshot cannot be loaded (%s: %s); replaying the whole journal",
+                    journal.path, type(err).__name__, err)
+        return 0
+    server.restore_world(world)
     return after
 
 

@@ -371,3 +371,21 @@ def test_a_scenario_world_snapshots_and_runs_on_alike(tmp_path: Path) -> None:
         twin.close()
     finally:
         kept.close()
+
+
+def test_a_snapshot_that_cannot_be_loaded_falls_back_to_the_whole_journal(kept: Kept) -> None:
+    """A snapshot of another version of sim (sealed, but not loadable here) is set aside with
+    a warning: the journal holds the whole history and replays to the same world."""
+    from sim.api.journal import SNAPSHOT
+    from sim.api.sealing import load_key
+
+    busy_session(kept.api)
+    before = digest(kept.server.cp)
+    kept.server.close_state()
+    seal = load_key(kept.path, create=False)
+    with closing(sqlite3.connect(kept.path)) as conn:
+        conn.execute("UPDATE snapshot SET blob = ?", (seal.seal(b"not a world", SNAPSHOT),))
+        conn.commit()
+    kept.open()
+    assert kept.restored.snapshot_after == 0 and kept.restored.entries > 20
+    assert digest(kept.server.cp) == before
