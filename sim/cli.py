@@ -246,6 +246,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _fail(f"--rate-limit: {err}")
     if args.max_body_bytes < 1:
         return _fail("--max-body-bytes must be >= 1")
+    if args.body_timeout is not None and not args.body_timeout > 0:
+        return _fail("--body-timeout must be > 0")
+    if args.new and not args.state:
+        return _fail("--new starts a state file over: give it with --state FILE")
     if not 1 <= args.port <= 65_535:
         return _fail(f"--port must be 1..65535, got {args.port}")
     try:
@@ -275,8 +279,6 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLimit) -> int:
-    import uvicorn
-
     from sim.api import SimServer, create_app
 
     scenario = None
@@ -293,9 +295,12 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
     restored = None
     try:
         if args.state:
-            from sim.api.journal import StateError, open_server
+            from sim.api.state_file import StateError, open_server, start_over
             from sim.scenario.loader import ScenarioError
 
+            if args.new:
+                for moved in start_over(Path(args.state)):
+                    print(f"state: kept the old file aside as {moved.name}")
             try:
                 server, restored = open_server(args.state, seed=args.seed, clock=args.clock,
                                                speed=args.speed, scenario_path=args.scenario,
@@ -307,19 +312,26 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
                                scenario=scenario, **limits)
     except ScenarioRunError as err:
         return _fail(f"{args.scenario}: {err}")
+    server.body_timeout_s = args.body_timeout
     key = None
+    if args.api_key is not None and server.keys.is_revoked(args.api_key):
+        server.close_state()
+        return _fail(f"--api-key: that key was revoked in {args.state}; give another")
     if args.api_key is not None or not server.saved_keys:
         key = server.add_personal_key(args.api_key)
-        if server.journal is not None:
-            server.journal.save_key(key)  # as its SHA-256: a restart accepts it again
+        server.keep_key(key)  # with a state file, as its SHA-256: a restart accepts it again
     base = f"http://{args.host}:{args.port}"
     clock = "manual (POST /_sim/advance)" if args.clock == "manual" else f"realtime x{args.speed:g}"
     print(f"sim serve: {base}/api/v2/  (clock: {clock}, seed {server.seed})")
     print(f"limits: {rate_limit or 'no rate limit'}; bodies up to {args.max_body_bytes} bytes")
     if restored is not None:
-        what = ("new state file" if restored.created else
-                f"{restored.requests} requests ({restored.entries} journal entries) replayed "
-                f"in {restored.seconds:.1f} s; simulated now {server.cp.now:g} s")
+        if restored.created:
+            what = "new state file"
+        else:
+            start = (f"snapshot after row {restored.snapshot_after} + "
+                     if restored.snapshot_after else "")
+            what = (f"{start}{restored.requests} requests ({restored.entries} journal entries) "
+                    f"replayed in {restored.seconds:.2f} s; simulated now {server.cp.now:g} s")
         print(f"state: {args.state} ({what})")
     if key is not None and args.api_key is None:
         print(f"API key (personal, shown once): {key.secret}")
@@ -328,13 +340,52 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
     print(f"console: {base}/#key=<API key>   OpenAPI: {base}/docs")
     sys.stdout.flush()
     try:
-        config = uvicorn.Config(create_app(server), host=args.host, port=args.port,
-                                log_level="warning", access_log=False, ws="none",
-                                lifespan="off")
-        uvicorn.Server(config).run(sockets=[listener])
+        _run_uvicorn(create_app(server), listener, args.log_level)
     finally:
-        if server.journal is not None:
-            server.journal.close()
+        server.close_state()  # drain is over: snapshot, commit, fold the -wal in, close
+    return 0
+
+
+def _run_uvicorn(app: object, listener: socket.socket, log_level: str) -> None:
+    """uvicorn on `listener` until SIGTERM or SIGINT; then in-flight requests finish (10 s
+    at most) and this returns, so the state file is closed cleanly and the exit status is 0."""
+    import uvicorn
+
+    class Draining(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: object) -> None:
+            super().handle_exit(sig, frame)  # type: ignore[arg-type]
+            getattr(self, "_captured_signals", []).clear()  # not re-raised after the drain
+
+    import logging
+
+    logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = uvicorn.Config(app, log_level=log_level, access_log=False,  # type: ignore[arg-type]
+                            ws="none", lifespan="off", timeout_graceful_shutdown=10)
+    Draining(config).run(sockets=[listener])
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    """List or revoke the API keys of a state file (the server must be stopped)."""
+    from sim.api.state_file import StateError, list_keys, revoke_key
+
+    if args.action == "revoke" and args.key_id is None:
+        return _fail(f"keys revoke: give the id of the key (see: sim keys list --state "
+                     f"{args.state})")
+    try:
+        if args.action == "revoke":
+            record = revoke_key(args.state, args.key_id)
+            print(f"revoked key {record.id} ({record.name}); refused from now on")
+            return 0
+        records = list_keys(args.state)
+    except StateError as err:
+        hint = ("; while it runs, use GET / DELETE /api/v2/api_keys" if "in use" in str(err)
+                else "")
+        return _fail(f"{err}{hint}")
+    print(f"{'id':>4}  {'kind':<12} {'name':<24} {'created_at':<28} state")
+    for r in records:
+        print(f"{r.id:>4}  {r.kind.value:<12} {r.name[:24]:<24} {r.created_at or '-':<28} "
+              f"{'revoked' if r.revoked else 'accepted'}")
     return 0
 
 
@@ -430,6 +481,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
                                  "targets (theory, then simulation with confidence intervals)"),
     "limits": (cmd_limits, "print the size table (CU, vCPU, RAM, max_connections, ...)"),
     "serve": (cmd_serve, "serve the management API over simulated time (console at /)"),
+    "keys": (cmd_keys, "list or revoke the API keys kept in a state file of sim serve"),
 }
 
 
@@ -516,6 +568,18 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default 700,40, as the real API); off: no limit")
     serve.add_argument("--max-body-bytes", type=int, default=1 << 20, metavar="N",
                        help="refuse larger request bodies with 413 (default 1 MiB)")
+    serve.add_argument("--log-level", choices=("warning", "info", "debug"), default="warning",
+                       help="what the server logs, on stderr (default warning)")
+    serve.add_argument("--new", action="store_true",
+                       help="start the --state file over: the old one and its companions are "
+                            "moved aside (FILE.old-<time>), never deleted")
+    serve.add_argument("--body-timeout", type=float, default=10.0, metavar="SECONDS",
+                       help="a request body must arrive whole within this time, else 408 "
+                            "(default 10)")
+    keys = sub.add_parser("keys", help=COMMANDS["keys"][1], description=COMMANDS["keys"][1])
+    keys.add_argument("action", choices=("list", "revoke"), help="list, or revoke one key")
+    keys.add_argument("key_id", nargs="?", type=int, help="revoke: the id of the key (see list)")
+    keys.add_argument("--state", required=True, metavar="FILE", help="the state file")
     return parser
 
 

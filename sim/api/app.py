@@ -18,6 +18,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi_offline import FastAPIOffline
 
 from sim.api import (
+    api_keys,
     auth,
     branches,
     computes,
@@ -68,6 +69,7 @@ def create_app(server: SimServer) -> FastAPI:
             {"name": "roles", "description": "Postgres roles of a branch (apply_config)"},
             {"name": "databases", "description": "Postgres databases of a branch (apply_config)"},
             {"name": "users", "description": "the current user and the regions"},
+            {"name": "api keys"},
             {"name": "simulation", "description": "the simulator's own controls (/_sim)"},
         ],
     )
@@ -83,6 +85,7 @@ def create_app(server: SimServer) -> FastAPI:
     app.include_router(users.router)
     app.include_router(auth.router)
     app.include_router(control.router)
+    app.include_router(api_keys.router)
     app.include_router(console.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

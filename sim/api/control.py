@@ -4,10 +4,13 @@ Clock (read, advance in manual mode), connections opened by a pretend client,
 faults, reset; for managed auth, what happens outside the service (the
 customer confirming an ownership transfer in a browser) and a read-only SQL
 query of a branch database (the synced `svc_auth.users_sync`). Every call
-needs an API key; any valid key may drive the clock and the faults (the
-simulator serves one account), while connections and the auth calls reach
-only projects within the key's reach. Outages and extra latency never
-apply here, so a test can always move time past an outage.
+needs an API key. Calls that change the whole world (advance the clock, set
+faults, reset) need a personal or organization key: a project-scoped key gets
+403, it must not stop or rewind what every other key sees. A project key may
+read the clock and the faults, and use the calls that touch only its own
+project (connections to its computes, its users_sync query, confirming its
+ownership transfer). Outages and extra latency never apply here, so a test
+can always move time past an outage.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from sim.api import serialize as ser
 from sim.api.computes import OUT
 from sim.api.deps import Key, Server
 from sim.api.errors import error_docs
+from sim.api.keys import ApiKey, KeyKind
 from sim.api.schemas import (
     AdvanceRequest,
     ClockOut,
@@ -40,9 +44,16 @@ from sim.api.server import SimServer
 from sim.engine.auth import transfer_token_of
 from sim.engine.clock import to_us
 from sim.engine.control_plane import ControlPlane
-from sim.rules.errors import invalid
+from sim.rules.errors import forbidden, invalid
 
 router = APIRouter(prefix="/_sim", tags=["simulation"], responses=error_docs(400, 401))
+
+
+def world_wide(key: ApiKey, what: str) -> None:
+    """403 for a project-scoped key: `what` changes the world of every key."""
+    if key.kind is KeyKind.PROJECT:
+        raise forbidden(f"{what} changes the whole simulated world: it needs a personal or "
+                        f"organization API key, not a project-scoped one")
 
 
 def clock_view(server: SimServer, cp: ControlPlane) -> dict[str, Any]:
@@ -64,9 +75,10 @@ def get_clock(server: Server, key: Key):
         return clock_view(server, cp)
 
 
-@router.post("/advance", response_model=ClockOut, responses=error_docs(409))
+@router.post("/advance", response_model=ClockOut, responses=error_docs(403, 409))
 def advance(body: AdvanceRequest, server: Server, key: Key):
     """Manual clock only: run the world `seconds` forward (409 with a realtime clock)."""
+    world_wide(key, "advancing the clock")
     with server.world(api=False) as cp:
         server.advance(body.seconds)
         return clock_view(server, cp)
@@ -96,9 +108,10 @@ def get_faults(server: Server, key: Key):
         return faults_view(server, cp)
 
 
-@router.post("/faults", response_model=FaultsOut)
+@router.post("/faults", response_model=FaultsOut, responses=error_docs(403))
 def set_faults(body: FaultsRequest, server: Server, key: Key):
     """Operation failure rate, extra latency of API calls, an outage window (503)."""
+    world_wide(key, "setting faults")
     outage = None
     if body.outage is not None:
         outage = (body.outage.start_in_seconds, body.outage.duration_seconds)
@@ -109,9 +122,10 @@ def set_faults(body: FaultsRequest, server: Server, key: Key):
         return faults_view(server, cp)
 
 
-@router.post("/reset", response_model=ResetOut, responses=error_docs(409))
+@router.post("/reset", response_model=ResetOut, responses=error_docs(403, 409))
 def reset(server: Server, key: Key):
     """A fresh control plane with the same seed, scenario and keys; the clock at 0."""
+    world_wide(key, "a reset")
     server.reset()
     with server.world(api=False) as cp:
         return {"clock": clock_view(server, cp), "projects": len(cp.list_projects())}

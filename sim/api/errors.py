@@ -11,7 +11,6 @@ Every response carries `x-request-id`.
 from __future__ import annotations
 
 import logging
-import re
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
@@ -20,6 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sim.api.limits import allowed_methods
 from sim.api.schemas import ErrorBody
 from sim.rules.errors import ApiError
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("sim.api")
 
 _CODES = {400: "INVALID_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND",
-          405: "METHOD_NOT_ALLOWED", 409: "CONFLICT", 415: "UNSUPPORTED_MEDIA_TYPE",
+          405: "METHOD_NOT_ALLOWED", 408: "REQUEST_TIMEOUT", 409: "CONFLICT", 415: "UNSUPPORTED_MEDIA_TYPE",
           422: "UNSUPPORTED_STATE", 423: "LOCKED", 429: "RATE_LIMITED",
           503: "SERVICE_UNAVAILABLE"}
 _MEANINGS = {
@@ -123,19 +123,6 @@ def validation_message(errors: list[dict[str, Any]]) -> tuple[str, str]:
     return "INVALID_REQUEST", f"{path or 'body'}: {reason}{more}"
 
 
-def allowed_methods(app: FastAPI, path: str) -> list[str]:
-    """Every method some route serves on `path` (the `Allow` header of a 405)."""
-    table = getattr(app.state, "route_methods", None)
-    if table is None:
-        table = []
-        for template, item in app.openapi().get("paths", {}).items():
-            parts = re.split(r"(\{[^}]+\})", template)
-            pattern = "".join("[^/]+" if p.startswith("{") else re.escape(p) for p in parts)
-            table.append((re.compile(f"^{pattern}$"), {m.upper() for m in item}))
-        app.state.route_methods = table
-    return sorted({m for pattern, methods in table if pattern.match(path) for m in methods})
-
-
 def install(app: FastAPI, server: SimServer) -> None:
     app.add_middleware(RequestIdMiddleware, server=server)
 
@@ -155,16 +142,17 @@ def install(app: FastAPI, server: SimServer) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         status = exc.status_code
+        headers = dict(exc.headers) if exc.headers else None
         if status == 404:
             message = f"no route {request.method} {request.url.path}"
         elif status == 405:
-            message = f"method {request.method} is not allowed on {request.url.path}"
+            # the router names the methods of one route; a path may be served by several
+            allow = allowed_methods(request.scope)
+            headers = {**(headers or {}), "Allow": ", ".join(allow)}
+            message = (f"method {request.method} is not allowed on {request.url.path} "
+                       f"(allowed: {', '.join(allow)})")
         else:
             message = str(exc.detail)
-        headers = dict(exc.headers) if exc.headers else None
-        if status == 405:  # the router names the first matching route's methods only
-            allowed = allowed_methods(request.app, request.url.path)
-            headers = {**(headers or {}), "Allow": ", ".join(allowed)} if allowed else headers
         return error_response(request, status, _CODES.get(status, "ERROR"), message, headers)
 
     @app.exception_handler(Exception)

@@ -1,17 +1,26 @@
-"""`sim serve --state FILE`: the control plane kept in SQLite as an append-only journal.
+"""`sim serve --state FILE`: the control plane kept in SQLite as a journal and snapshots.
 
 The world is deterministic for a seed: the same calls at the same simulated
 instants give the same state, ids and durations. So the file holds what was
-done, not what resulted (event sourcing):
+done, not what resulted (event sourcing), and now and then the whole world:
 
-- `meta`: the seed and the scenario (its path and SHA-256, never its text: it
-  may hold API keys), written when the file is created;
+- `meta`: format, seed, the scenario (its path and SHA-256, never its text: it
+  may hold API keys), a sealed check value of the file's key, whether a
+  server has the file open, and how many commits and journal rows it holds;
 - `journal`: in the order they were applied, every request that changed the
-  world (method, route template, path, path parameters, query, body, the
-  identity of its key, the simulated instant it was applied at), every clock
-  advance, fault change and reset; with a realtime clock also the instant
-  the clock reached before each request (consecutive ones share one row);
-- `keys`: the API keys the server was started with, as SHA-256 hashes.
+  world (method, route template, path, path parameters, query, the request
+  body sealed, the identity of its key, the simulated instant it was applied
+  at), every clock advance, fault change and reset; with a realtime clock also
+  the instant the clock reached before each request (consecutive ones share
+  one row);
+- `snapshot`: the latest snapshot of the world (sealed) and the journal row it
+  was taken after; a restart loads it and replays only the rows after it;
+- `keys`: every API key the server has kept or revoked, as the SHA-256 of its
+  secret, with its id, name, reach and whether it is revoked.
+
+Nothing in the file is a secret in clear: request bodies (OAuth client
+secrets, SMTP passwords) and snapshots (those and the generated SDK keys) are
+sealed with the file's key (`sim.api.sealing`); keys are hashes.
 
 Refusals (4xx) are not journaled: a refused call changes nothing and draws no
 random number (tests/reliability/test_persistence.py checks it for every kind
@@ -27,27 +36,23 @@ it saw is committed before it answers. So an acknowledged mutation is on
 disk, a response never shows a change that a crash could lose, and the file
 always holds a prefix of the applied order; while one transaction is being
 synced the next requests go on, and are committed together by the next one.
+Every commit also writes its number to `<state>.seq` (not synced: a crash of
+the process keeps it, and it only ever lags): a restart that finds the file
+holding fewer commits than that refuses, rather than start on a world that
+silently lost its last changes (a `-wal` deleted or cut short).
 
-On start with an existing file the journal is replayed, through the same
-route handlers, on a fresh control plane with the saved seed: the clock is
-run to each entry's instant, then the entry is applied. A replayed request
-that does not succeed as it did the first time stops the start (the journal
-and this version of `sim` disagree). Keys are restored from their hashes.
+Opening, checking and replaying a file: `sim.api.state_file`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
-import hashlib
-import hmac
 import json
 import logging
+import os
 import re
 import sqlite3
 import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,44 +60,52 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from sim.api.keys import ApiKey, KeyKind
+from sim.api.keys import ApiKey, KeyKind, KeyRecord, secret_sha256
 from sim.api.limits import read_body, replay_body
-from sim.rules.errors import unauthorized
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from sim.api.limits import RateLimit
+    from sim.api.sealing import Seal
     from sim.api.server import SimServer
 
 log = logging.getLogger("sim.api.journal")
 
-FORMAT = 1
+FORMAT = 2
 _BEARER = re.compile(r"Bearer\s+(\S+)\s*", re.IGNORECASE)
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: POST routes that read only: not journaled
 READ_ONLY_ROUTES = frozenset({"/_sim/auth/query"})
+#: associated data of what is sealed: a body cannot pass for a snapshot
+BODY, SNAPSHOT = b"request body", b"snapshot"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS keys (
-    sha256 TEXT PRIMARY KEY, kind TEXT NOT NULL, user_id TEXT NOT NULL,
-    org_id TEXT, project_id TEXT, added TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS journal (
+SCHEMA = """
+CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE keys (
+    id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,
+    user_id TEXT NOT NULL, org_id TEXT, project_id TEXT, name TEXT NOT NULL,
+    created_at TEXT, revoked INTEGER NOT NULL DEFAULT 0, written TEXT NOT NULL);
+CREATE TABLE journal (
     seq INTEGER PRIMARY KEY,
     kind TEXT NOT NULL,          -- request | advance | clock | faults | reset
     t REAL NOT NULL,             -- simulated seconds: applied at (request, faults), reached
     wall TEXT NOT NULL,          -- when it was written (for people; replay ignores it)
     method TEXT, route TEXT, path TEXT, params TEXT, query TEXT, content_type TEXT,
-    body BLOB, key TEXT,         -- key: its identity (kind, scope, sha256), never the secret
+    body BLOB,                   -- sealed (it may hold a client secret or a password)
+    key TEXT,                    -- its identity (kind, scope, sha256), never the secret
     outcome TEXT,                -- request: applied | error (a 5xx: replayed, fails again)
     args TEXT                    -- faults: the arguments of set_faults, as JSON
 );
+CREATE TABLE snapshot (
+    after INTEGER NOT NULL,      -- the last journal row it includes
+    t REAL NOT NULL, wall TEXT NOT NULL, blob BLOB NOT NULL);
 """
+TABLES = frozenset({"meta", "keys", "journal", "snapshot"})
 
 
 class StateError(Exception):
-    """The state file cannot be used: in use, of another seed or scenario, or diverging."""
+    """The state file cannot be used: in use, not ours, of another seed or scenario,
+    missing its latest changes, or diverging."""
 
 
 # ---- what a request carries to the lock ---------------------------------------------------------
@@ -161,7 +174,7 @@ def install(app: FastAPI, server: SimServer) -> None:
 
 
 def key_sha256(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
+    return secret_sha256(secret)
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -178,8 +191,12 @@ def key_identity(key: ApiKey | None, sha256: str | None) -> str | None:
                        "project_id": key.project_id, "sha256": sha256})
 
 
-def _wall_now() -> str:
+def wall_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def seq_path(state: Path) -> Path:
+    return state.with_name(state.name + ".seq")
 
 
 @dataclass
@@ -187,27 +204,21 @@ class Entry:
     kind: str
     t: float
     fields: dict[str, Any] = field(default_factory=dict)
-    wall: str = field(default_factory=_wall_now)
+    wall: str = field(default_factory=wall_now)
+
+
+def _disk_message(err: BaseException) -> str:
+    """The cause in one line ("database or disk is full"), not a wrapper's."""
+    return str(err) or type(err).__name__
 
 
 class Journal:
-    """One state file. `append` under the server's lock; `wait_durable` after leaving it."""
+    """One state file, checked and open. `append` under the server's lock; `wait_durable`
+    after leaving it. Made by `sim.api.state_file`, which checks the file first."""
 
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                               timeout=0.2)
-        try:
-            # exclusive: a second server on the same file fails here instead of corrupting it
-            conn.execute("PRAGMA locking_mode=EXCLUSIVE")
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("BEGIN IMMEDIATE")
-            conn.executescript(_SCHEMA)  # commits
-        except sqlite3.DatabaseError as err:
-            conn.close()
-            raise StateError(f"{self.path}: cannot use this file as a state file ({err}); "
-                             f"is another sim serve using it?") from None
+    def __init__(self, path: Path, conn: sqlite3.Connection, seal: Seal):
+        self.path = path
+        self.seal = seal
         self._conn = conn
         self._cond = threading.Condition()
         self._pending: list[Entry] = []
@@ -215,49 +226,86 @@ class Journal:
         self._durable = 0  # of those, committed
         self._failed: BaseException | None = None
         self._closing = False
+        self._closed = False
         self._thread: threading.Thread | None = None
         self._last_kind: str | None = None  # of the last row written (clock rows are merged)
-        self._last_row: int | None = None
+        self._last_row = 0
+        self._commits = int(self.meta().get("commits", "0"))
+        self._seq_fd: int | None = None
+        self.since_snapshot = 0  # entries appended since the last snapshot
         self.last_t = 0.0  # the latest simulated instant journaled
 
-    # -- before serving: meta, keys, replay -----------------------------------------------
+    # -- before serving ---------------------------------------------------------------------
     def meta(self) -> dict[str, str]:
         return dict(self._conn.execute("SELECT name, value FROM meta").fetchall())
 
-    def write_meta(self, values: dict[str, str]) -> None:
-        with self._conn:
-            self._conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())
+    def key_records(self) -> list[KeyRecord]:
+        rows = self._conn.execute("SELECT id, sha256, kind, user_id, org_id, project_id, name, "
+                                  "created_at, revoked FROM keys ORDER BY id")
+        return [KeyRecord(i, sha, KeyKind(kind), user, org, project, name, created, bool(rev))
+                for i, sha, kind, user, org, project, name, created, rev in rows]
 
-    def saved_keys(self) -> dict[str, ApiKey]:
-        rows = self._conn.execute("SELECT sha256, kind, user_id, org_id, project_id FROM keys")
-        return {sha: ApiKey("", KeyKind(kind), user_id, org_id, project_id)
-                for sha, kind, user_id, org_id, project_id in rows}
+    def latest_snapshot(self) -> tuple[int, float, bytes] | None:
+        """(after, t, the world's bytes) of the latest snapshot, opened with the key."""
+        row = self._conn.execute("SELECT after, t, blob FROM snapshot ORDER BY after DESC "
+                                 "LIMIT 1").fetchone()
+        if row is None:
+            return None
+        return row[0], row[1], self.seal.open(row[2], SNAPSHOT)
 
-    def entries(self) -> list[sqlite3.Row]:
+    def entries(self, after: int = 0) -> list[sqlite3.Row]:
         self._conn.row_factory = sqlite3.Row
         try:
-            return self._conn.execute("SELECT * FROM journal ORDER BY seq").fetchall()
+            return self._conn.execute("SELECT * FROM journal WHERE seq > ? ORDER BY seq",
+                                      (after,)).fetchall()
         finally:
             self._conn.row_factory = None
 
+    def body(self, row: sqlite3.Row) -> bytes:
+        return self.seal.open(row["body"], BODY) if row["body"] is not None else b""
+
     def start(self, now: float) -> None:
-        """Start committing appended entries; `now` is the world's instant after replay."""
+        """Start committing appended entries; `now` is the world's instant after replay.
+
+        The file is marked as open (and checkpointed, so a copy of the main file
+        alone says so), and `<state>.seq` is kept from here on."""
         row = self._conn.execute("SELECT seq, kind FROM journal ORDER BY seq DESC LIMIT 1"
                                  ).fetchone()
         if row is not None:
             self._last_row, self._last_kind = row
+        self._last_kind = "start"  # a clock row after a restart is a row of its own
         self.last_t = now
+        self._seq_fd = os.open(seq_path(self.path), os.O_WRONLY | os.O_CREAT, 0o600)
+        self._commit([Entry("open", now)])
+        self._checkpoint()
         self._thread = threading.Thread(target=self._write_loop, name="sim-journal",
                                         daemon=True)
         self._thread.start()
 
     def close(self) -> None:
+        """Commit what is pending, mark the file closed and fold the `-wal` into it: after
+        a clean stop the main file alone holds everything (a backup may copy just it)."""
+        if self._closed:
+            return
         with self._cond:
             self._closing = True
             self._cond.notify_all()
         if self._thread is not None:
             self._thread.join()
-        self._conn.close()
+        try:
+            if self._thread is not None and self._failed is None:
+                self._commit([Entry("close", self.last_t)])
+                self._checkpoint()
+        except sqlite3.Error as err:
+            log.error("state file %s: not closed cleanly: %s", self.path, _disk_message(err))
+        finally:
+            self._closed = True
+            if self._seq_fd is not None:
+                os.close(self._seq_fd)
+            self._conn.close()
+
+    def _checkpoint(self) -> None:
+        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # -- appending (under the server's lock) ----------------------------------------------
     @property
@@ -272,17 +320,23 @@ class Journal:
         with self._cond:
             if self._failed is not None or self._closing:
                 raise StateError(f"{self.path}: the state file cannot be written "
-                                 f"({self._failed or 'closed'}); restart the server")
+                                 f"({self._failure()}); restart the server")
             if (entry.kind == "clock" and self._pending
                     and self._pending[-1].kind == "clock"):
                 self._pending[-1] = entry  # one row for consecutive clock moves
             else:
                 self._pending.append(entry)
             self._appended += 1
-            if entry.kind != "key":
+            if entry.kind in ("snapshot",):
+                self.since_snapshot = 0
+            elif entry.kind != "key":
+                self.since_snapshot += 1
                 self.last_t = entry.t
             self._cond.notify_all()
             return self._appended
+
+    def _failure(self) -> str:
+        return _disk_message(self._failed) if self._failed is not None else "closed"
 
     def append_request(self, ctx: RequestContext, t: float, outcome: str) -> int:
         scope = ctx.scope
@@ -305,9 +359,9 @@ class Journal:
             return self.append(Entry("clock", t))
         return None
 
-    def save_key(self, key: ApiKey) -> None:
-        """Keep a key the server accepts, as its hash; durable when this returns."""
-        self.wait_durable(self.append(Entry("key", 0.0, {"key": key})))
+    def save_key(self, record: KeyRecord) -> None:
+        """Keep a key (its hash, reach, whether revoked); durable when this returns."""
+        self.wait_durable(self.append(Entry("key", 0.0, {"record": record})))
 
     # -- committing (the writer thread) -----------------------------------------------------
     def wait_durable(self, seq: int) -> None:
@@ -317,7 +371,7 @@ class Journal:
                 self._cond.wait()
             if self._durable < seq:
                 raise StateError(f"{self.path}: the state file cannot be written "
-                                 f"({self._failed}); restart the server")
+                                 f"({self._failure()}); restart the server")
 
     def _write_loop(self) -> None:
         while True:
@@ -331,7 +385,9 @@ class Journal:
             try:
                 self._commit(batch)
             except BaseException as err:  # every waiter must hear of it
-                log.error("state file %s: commit failed", self.path, exc_info=err)
+                log.error("state file %s: commit failed: %s; nothing more is acknowledged "
+                          "(restart the server)", self.path, _disk_message(err))
+                log.debug("state file %s: commit failed", self.path, exc_info=err)
                 with self._cond:
                     self._failed = err
                     self._cond.notify_all()
@@ -342,191 +398,66 @@ class Journal:
 
     def _commit(self, batch: list[Entry]) -> None:
         conn = self._conn
+        last_row, last_kind = self._last_row, self._last_kind
         conn.execute("BEGIN IMMEDIATE")
         try:
             for entry in batch:
                 self._write(conn, entry)
+            commits = self._commits + 1
+            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
+                ("commits", str(commits)), ("rows", str(self._last_row))])
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            self._last_row, self._last_kind = last_row, last_kind
+            # SQLite may have rolled back already (disk full does): the first error is
+            # the cause, never "cannot rollback - no transaction is active"
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
             raise
+        self._commits = commits
+        if self._seq_fd is not None:
+            os.pwrite(self._seq_fd, f"{commits:020d}\n".encode(), 0)
 
     def _write(self, conn: sqlite3.Connection, entry: Entry) -> None:
-        if entry.kind == "key":
-            key: ApiKey = entry.fields["key"]
-            conn.execute("INSERT OR IGNORE INTO keys VALUES (?, ?, ?, ?, ?, ?)",
-                         (key_sha256(key.secret), key.kind.value, key.user_id, key.org_id,
-                          key.project_id, entry.wall))
+        kind = entry.kind
+        if kind == "key":
+            r: KeyRecord = entry.fields["record"]
+            conn.execute("INSERT OR REPLACE INTO keys VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (r.id, r.sha256, r.kind.value, r.user_id, r.org_id, r.project_id,
+                          r.name, r.created_at, int(r.revoked), entry.wall))
             return
-        if entry.kind == "clock" and self._last_kind == "clock":
+        if kind in ("open", "close"):
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('open', ?)",
+                         ("1" if kind == "open" else "0",))
+            return
+        if kind == "snapshot":
+            conn.execute("DELETE FROM snapshot")
+            conn.execute("INSERT INTO snapshot VALUES (?, ?, ?, ?)",
+                         (self._last_row, entry.t, entry.wall,
+                          self.seal.seal(entry.fields["world"], SNAPSHOT)))
+            self._last_kind = kind  # rows it includes are never changed again
+            return
+        if kind == "clock" and self._last_kind == "clock":
             conn.execute("UPDATE journal SET t = ?, wall = ? WHERE seq = ?",
                          (entry.t, entry.wall, self._last_row))
             return
-        names = ["kind", "t", "wall", *entry.fields]
+        fields = dict(entry.fields)
+        if fields.get("body") is not None:
+            fields["body"] = self.seal.seal(fields["body"], BODY)
+        names = ["kind", "t", "wall", *fields]
         cursor = conn.execute(
             f"INSERT INTO journal ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
-            (entry.kind, entry.t, entry.wall, *entry.fields.values()))
-        self._last_row, self._last_kind = cursor.lastrowid, entry.kind
+            (kind, entry.t, entry.wall, *fields.values()))
+        self._last_row, self._last_kind = cursor.lastrowid or 0, kind
 
 
-# ---- opening a state file: create, or replay ----------------------------------------------------
+def __getattr__(name: str) -> Any:
+    """`open_server` and `Restored` live in `sim.api.state_file` (which imports this)."""
+    if name in ("open_server", "Restored", "replay"):
+        from sim.api import state_file
 
-
-@dataclass
-class Restored:
-    created: bool
-    entries: int = 0  # journal rows replayed
-    requests: int = 0  # of which API requests
-    seconds: float = 0.0  # wall time the replay took
-    keys: int = 0  # saved keys restored
-
-
-def open_server(
-    path: str | Path, *, seed: int | None = None, clock: str = "manual", speed: float = 1.0,
-    scenario_path: str | Path | None = None, rate_limit: RateLimit | None = None,
-    max_body_bytes: int | None = None, **server_options: Any,
-) -> tuple[SimServer, Restored]:
-    """A server kept in `path`: a new one (the file is created), or the saved one replayed.
-
-    The seed and scenario of an existing file are its own; giving others is a
-    StateError. Clock mode and speed may change between runs: the journal holds
-    simulated instants, and a realtime clock resumes where the world stopped.
-    """
-    from sim.api.server import ClockMode, SimServer
-
-    journal = Journal(path)
-    try:
-        meta = journal.meta()
-        scenario, scenario_meta = _scenario(meta, scenario_path, journal.path)
-        if not meta:
-            seed = seed if seed is not None else (scenario.seed if scenario else 0)
-            journal.write_meta({"format": str(FORMAT), "seed": str(seed), "created": _wall_now(),
-                                **scenario_meta})
-        else:
-            if meta.get("format") != str(FORMAT):
-                raise StateError(f"{journal.path}: state format {meta.get('format')} is not "
-                                 f"{FORMAT}")
-            saved = int(meta["seed"])
-            if seed is not None and seed != saved:
-                raise StateError(f"{journal.path} was created with seed {saved}, not {seed}")
-            seed = saved
-        server = SimServer(seed=seed, clock=ClockMode.MANUAL, speed=speed, scenario=scenario,
-                           max_body_bytes=None, **server_options)
-        restored = Restored(created=not meta)
-        started = time.perf_counter()
-        restored.entries, restored.requests = replay(journal, server)
-        restored.seconds = time.perf_counter() - started
-        server.saved_keys = journal.saved_keys()
-        restored.keys = len(server.saved_keys)
-        server.configure(clock=clock, speed=speed, rate_limit=rate_limit,
-                         max_body_bytes=max_body_bytes)
-        journal.start(server.cp.now)
-        server.journal = journal
-    except BaseException:
-        journal.close()
-        raise
-    return server, restored
-
-
-def _scenario(meta: dict[str, str], given: str | Path | None, state: Path):
-    """The scenario of the file (loaded from its saved path) and what to save about it."""
-    from sim.scenario.loader import load_scenario
-
-    saved_path, saved_sha = meta.get("scenario_path"), meta.get("scenario_sha256")
-    if given is None and saved_path is None:
-        return None, {}
-    if meta and saved_path is None:
-        raise StateError(f"{state} was created without a scenario; start it without --scenario")
-    source = Path(given if given is not None else saved_path or "")
-    try:
-        digest = hashlib.sha256(source.read_bytes()).hexdigest()
-    except OSError as err:
-        raise StateError(f"{state}: scenario {source}: {err.strerror or err}") from None
-    if meta and not hmac.compare_digest(digest, saved_sha or ""):
-        raise StateError(f"{state} was created with scenario {saved_path} (sha256 "
-                         f"{(saved_sha or '')[:12]}...); {source} is not that file as it was")
-    scenario = load_scenario(source)
-    return scenario, {"scenario_path": str(source.resolve()), "scenario_sha256": digest}
-
-
-def replay(journal: Journal, server: SimServer) -> tuple[int, int]:
-    """Apply the journal to `server` (a fresh one, manual clock). (rows, requests) replayed."""
-    import anyio
-    import httpx
-
-    from sim.api.app import create_app
-    from sim.api.deps import authenticate
-
-    rows = journal.entries()
-    if not rows:
-        return 0, 0
-    app = create_app(server)
-    acting: list[ApiKey | None] = [None]
-
-    def replay_key() -> ApiKey:
-        if acting[0] is None:
-            raise unauthorized("journaled request without a key")
-        return acting[0]
-
-    app.dependency_overrides[authenticate] = replay_key
-    requests = 0
-
-    def run_to(row: sqlite3.Row) -> None:
-        with server.lock:
-            if server.cp.now > row["t"]:
-                raise StateError(f"{journal.path}: entry {row['seq']} is at {row['t']} s but "
-                                 f"the replayed world is already at {server.cp.now} s")
-            server.cp.run_until(row["t"])
-
-    async def run() -> None:
-        nonlocal requests
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport, base_url="http://replay") as client:
-            for row in rows:
-                kind = row["kind"]
-                if kind == "reset":
-                    server.reset()
-                    continue
-                run_to(row)
-                if kind == "faults":
-                    args = json.loads(row["args"])
-                    if args.get("outage") is not None:
-                        args["outage"] = tuple(args["outage"])
-                    server.set_faults(**args)
-                elif kind == "request":
-                    requests += 1
-                    acting[0] = _key_of(row["key"])
-                    await _replay_request(client, journal, row)
-
-    server.replaying = True
-    try:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            anyio.run(run)
-        else:  # called from async code (a notebook): replay on a helper thread
-            with ThreadPoolExecutor(1) as pool:
-                pool.submit(anyio.run, run).result()
-    finally:
-        server.replaying = False
-    return len(rows), requests
-
-
-async def _replay_request(client: Any, journal: Journal, row: sqlite3.Row) -> None:
-    url = row["path"] + (f"?{row['query']}" if row["query"] else "")
-    headers = {"content-type": row["content_type"]} if row["content_type"] else {}
-    response = await client.request(row["method"], url, content=row["body"] or b"",
-                                    headers=headers)
-    failed_before = row["outcome"] == "error"  # it failed unexpectedly: it fails again
-    if (response.status_code >= 400) != failed_before:
-        raise StateError(
-            f"{journal.path}: replaying entry {row['seq']} ({row['method']} {row['path']} at "
-            f"{row['t']} s) answered {response.status_code}: {response.text[:300]}; the "
-            f"journal and this version of sim disagree")
-
-
-def _key_of(identity: str | None) -> ApiKey | None:
-    if identity is None:
-        return None
-    d = json.loads(identity)
-    return ApiKey("", KeyKind(d["kind"]), d["user_id"], d.get("org_id"), d.get("project_id"))
+        return getattr(state_file, name)
+    raise AttributeError(name)

@@ -15,9 +15,12 @@ and never written to a log or a response.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import hmac
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -95,33 +98,127 @@ def new_secret() -> str:
     return "sim_" + secrets.token_urlsafe(32)
 
 
-class KeyStore:
-    """The keys a server accepts.
+@dataclass(frozen=True)
+class KeyRecord:
+    """What is kept of a key: never its secret, only the SHA-256 of it."""
 
-    Writes replace the dict instead of changing it in place: `authenticate` walks
-    every key (constant time) on request threads, and a dict that changes size
-    under that walk raises (a 500 found by a test adding keys while others
-    authenticate).
+    id: int
+    sha256: str
+    kind: KeyKind
+    user_id: str
+    org_id: str | None
+    project_id: str | None
+    name: str
+    created_at: str | None  # simulated instant, ISO 8601 UTC
+    revoked: bool = False
+
+    def key(self) -> ApiKey:
+        return ApiKey("", self.kind, self.user_id, self.org_id, self.project_id)
+
+
+def secret_sha256(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class KeyStore:
+    """The keys a server accepts, and the record of every key it has known.
+
+    Keys given in memory (`personal()`, a scenario's, `--api-key`) are held by
+    their secret; keys restored from a state file by the SHA-256 of it. Both are
+    compared in constant time over the whole store. A revoked key is refused at
+    once and for good: re-adding its secret (a scenario rebuilt, a restart)
+    does not bring it back. `on_revoke(record)` lets the server journal it.
+
+    Writes replace the dicts instead of changing them in place: `authenticate`
+    walks every key on request threads, and a dict that changes size under that
+    walk raises (a 500 found by a test adding keys while others authenticate).
     """
 
     def __init__(self) -> None:
         self._keys: dict[str, ApiKey] = {}
+        self._hashed: dict[str, ApiKey] = {}
+        self._revoked: frozenset[str] = frozenset()
+        self._records: dict[str, KeyRecord] = {}  # sha256 -> record, revoked ones included
+        self._next_id = 1
+        self.now: Callable[[], str | None] = lambda: None
+        self.on_revoke: Callable[[KeyRecord], None] | None = None
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return len(self._keys) + len(self._hashed)
 
-    def add(self, key: ApiKey) -> ApiKey:
+    @property
+    def hashed(self) -> dict[str, ApiKey]:
+        """The keys restored from a state file, by the SHA-256 of their secret."""
+        return self._hashed
+
+    def add(self, key: ApiKey, name: str | None = None) -> ApiKey:
+        """Accept `key` from now on, unless it was revoked (then it stays refused)."""
+        sha = secret_sha256(key.secret)
+        if sha in self._revoked:
+            return key
         self._keys = {**self._keys, key.secret: key}
+        if sha not in self._records:
+            self._record(KeyRecord(self._next_id, sha, key.kind, key.user_id, key.org_id,
+                                   key.project_id, name or f"{key.kind.value} key",
+                                   self.now()))
         return key
+
+    def _record(self, record: KeyRecord) -> KeyRecord:
+        self._records = {**self._records, record.sha256: record}
+        self._next_id = max(self._next_id, record.id + 1)
+        return record
+
+    def record_of(self, secret: str) -> KeyRecord | None:
+        return self._records.get(secret_sha256(secret))
+
+    def is_revoked(self, secret: str) -> bool:
+        return secret_sha256(secret) in self._revoked
+
+    def records(self) -> list[KeyRecord]:
+        """The keys accepted now, by id."""
+        return sorted((r for r in self._records.values() if not r.revoked), key=lambda r: r.id)
+
+    def restore(self, records: list[KeyRecord]) -> None:
+        """Keys of a state file: accepted by hash; revoked ones refused, even if given again.
+
+        Keys already here (a scenario's) that the file knows take the file's id."""
+        saved = {r.sha256: r for r in records}
+        self._revoked = frozenset(sha for sha, r in saved.items() if r.revoked)
+        self._hashed = {sha: r.key() for sha, r in saved.items() if not r.revoked}
+        self._keys = {s: k for s, k in self._keys.items() if secret_sha256(s) not in self._revoked}
+        mine = self._records
+        self._records = {}
+        self._next_id = 1
+        for record in records:
+            self._record(record)
+        for sha, record in mine.items():
+            if sha not in saved:
+                self._record(dataclasses.replace(record, id=self._next_id))
 
     def revoke(self, secret: str) -> bool:
         """Stop accepting a key, at once and for good; False when it was not a key here."""
-        known = secret in self._keys
-        self._keys = {s: k for s, k in self._keys.items() if s != secret}
-        return known
+        record = self.record_of(secret)
+        return record is not None and self.revoke_record(record) is not None
 
-    def personal(self, secret: str | None = None) -> ApiKey:
-        return self.add(ApiKey(secret or new_secret(), KeyKind.PERSONAL))
+    def revoke_id(self, key_id: int) -> KeyRecord | None:
+        """Revoke the key with this id; None when no accepted key has it."""
+        record = next((r for r in self._records.values() if r.id == key_id), None)
+        return None if record is None else self.revoke_record(record)
+
+    def revoke_record(self, record: KeyRecord) -> KeyRecord | None:
+        if record.revoked:
+            return None
+        sha = record.sha256
+        self._revoked = self._revoked | {sha}
+        self._keys = {s: k for s, k in self._keys.items() if secret_sha256(s) != sha}
+        self._hashed = {h: k for h, k in self._hashed.items() if h != sha}
+        revoked = self._record(dataclasses.replace(record, revoked=True))
+        if self.on_revoke is not None:
+            self.on_revoke(revoked)
+        return revoked
+
+    def personal(self, secret: str | None = None, name: str | None = None) -> ApiKey:
+        return self.add(ApiKey(secret or new_secret(), KeyKind.PERSONAL), name)
 
     def organization(self, secret: str | None = None, org_id: str = ORG_ID) -> ApiKey:
         return self.add(ApiKey(secret or new_secret(), KeyKind.ORGANIZATION, org_id=org_id))
@@ -144,6 +241,11 @@ class KeyStore:
         for secret, key in self._keys.items():  # no early exit: constant time over the store
             if hmac.compare_digest(secret.encode(), offered):
                 found = key
+        if self._hashed:
+            offered_sha = hashlib.sha256(offered).hexdigest()
+            for sha, key in self._hashed.items():
+                if hmac.compare_digest(sha, offered_sha):
+                    found = key
         if found is None:
             raise unauthorized("invalid API key")
         return found

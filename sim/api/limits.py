@@ -22,7 +22,10 @@ block a client after 40 calls until someone moved the clock.
 
 Bodies larger than `max_body_bytes` (default 1 MiB) are refused with 413
 `PAYLOAD_TOO_LARGE` before they are read: a declared Content-Length is checked
-first, and a body without one (chunked) is read only up to the cap.
+first, and a body without one (chunked) is read only up to the cap. A body
+that does not arrive whole within `body_timeout_s` (default 10 s; a client
+that declared 100 bytes and sent 10) gets 408 `REQUEST_TIMEOUT` and the
+connection is closed: a stalled client cannot hold a connection for ever.
 
 The limiter is a server option, off unless given (`SimServer(rate_limit=...)`):
 the in-process client and the scenario `dispatch` are not limited; `sim serve`
@@ -41,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from starlette.responses import JSONResponse
 from starlette.routing import get_route_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -53,6 +57,7 @@ if TYPE_CHECKING:
     from sim.api.server import SimServer
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
+DEFAULT_BODY_TIMEOUT_S = 10.0
 LIMITED_PREFIX = "/api/"
 _PRUNE_EVERY = 4096  # checks between sweeps of windows that have emptied
 
@@ -185,10 +190,14 @@ class LimitsMiddleware:
                 wait, why = refused
                 await _rate_limited(scope, receive, send, server.wall_seconds(wait), why)
                 return
-        if cap is not None:
-            body = await read_body(receive, cap)
+        if cap is not None or server.body_timeout_s is not None:
+            try:
+                body = await read_body(receive, cap, server.body_timeout_s)
+            except TimeoutError:
+                await _timed_out(scope, receive, send, server.body_timeout_s or 0.0)
+                return
             if body is None:
-                await _too_large(scope, receive, send, cap)
+                await _too_large(scope, receive, send, cap or 0)
                 return
             receive = replay_body(body, receive)
         await self.app(scope, receive, send)
@@ -210,6 +219,16 @@ def route_template(scope: Scope) -> str:
             return f"{method} {template}"
         partial = partial or template
     return f"{method} {partial or '(no route)'}"
+
+
+def allowed_methods(scope: Scope) -> list[str]:
+    """Every method some route serves on this path (the `Allow` header of a 405)."""
+    path = get_route_path(scope)
+    methods: set[str] = set()
+    for route_methods, regex, _template in _route_table(scope.get("app")):
+        if route_methods and regex.match(path) is not None:
+            methods |= route_methods
+    return sorted(methods)
 
 
 _TABLES: weakref.WeakKeyDictionary[Any, list[tuple[frozenset[str] | None, re.Pattern[str], str]]]
@@ -268,8 +287,17 @@ def _content_length(scope: Scope) -> int | None:
         return None  # the HTTP server refuses a malformed one before we see it
 
 
-async def read_body(receive: Receive, cap: int | None) -> bytes | None:
-    """The whole request body, or None as soon as it passes `cap` bytes (the rest unread)."""
+async def read_body(receive: Receive, cap: int | None,
+                    timeout: float | None = None) -> bytes | None:
+    """The whole request body, or None as soon as it passes `cap` bytes (the rest unread).
+    TimeoutError when it has not arrived whole within `timeout` seconds."""
+    if timeout is None:
+        return await _read_body(receive, cap)
+    with anyio.fail_after(timeout):
+        return await _read_body(receive, cap)
+
+
+async def _read_body(receive: Receive, cap: int | None) -> bytes | None:
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -313,6 +341,12 @@ async def _error(scope: Scope, receive: Receive, send: Send, status: int, code: 
 async def _too_large(scope: Scope, receive: Receive, send: Send, cap: int) -> None:
     await _error(scope, receive, send, 413, "PAYLOAD_TOO_LARGE",
                  f"request body larger than {cap} bytes", {"connection": "close"})
+
+
+async def _timed_out(scope: Scope, receive: Receive, send: Send, seconds: float) -> None:
+    await _error(scope, receive, send, 408, "REQUEST_TIMEOUT",
+                 f"the request body did not arrive whole within {seconds:g} s",
+                 {"connection": "close"})
 
 
 async def _rate_limited(scope: Scope, receive: Receive, send: Send, wait: float,

@@ -19,10 +19,9 @@ the lock, until what it saw is committed.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import itertools
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,9 +31,10 @@ from enum import StrEnum
 from types import EllipsisType
 from typing import TYPE_CHECKING
 
-from sim.api.journal import CURRENT, Entry, Journal, bearer_token
-from sim.api.keys import ORG_ID, ApiKey, KeyStore, scenario_keys
-from sim.api.limits import DEFAULT_MAX_BODY_BYTES, RateLimit, RateLimiter
+from sim.api import snapshot
+from sim.api.journal import CURRENT, Entry, Journal, StateError
+from sim.api.keys import ORG_ID, ApiKey, KeyRecord, KeyStore, new_secret, scenario_keys
+from sim.api.limits import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, RateLimit, RateLimiter
 from sim.engine.clock import DEFAULT_START
 from sim.engine.config import EngineConfig
 from sim.engine.control_plane import ControlPlane
@@ -44,6 +44,9 @@ from sim.rules.errors import ApiError, conflict, unavailable
 if TYPE_CHECKING:
     from sim.engine.model import Compute
     from sim.scenario.schema import ComputeSpec, Scenario
+
+
+log = logging.getLogger("sim.api.server")
 
 
 class ClockMode(StrEnum):
@@ -92,6 +95,7 @@ class SimServer:
         self.config = config
         self.lock = threading.RLock()
         self.keys = KeyStore()
+        self.keys.now = self._now_iso
         self.faults = Faults()
         self.actions: list[ActionRecord] = []  # scenario actions run so far
         self._wall = wall
@@ -99,11 +103,13 @@ class SimServer:
         self._wrapped = control_plane is not None
         self.cp: ControlPlane = control_plane if control_plane is not None else self._build()
         self._wall_origin = wall()
-        self.journal: Journal | None = None  # sim serve --state (sim.api.journal.open_server)
-        self.saved_keys: dict[str, ApiKey] = {}  # sha256 of the secret -> key, from the state
+        self.journal: Journal | None = None  # sim serve --state (sim.api.state_file)
+        self.snapshot_every: int | None = None  # journal rows between snapshots of the world
         self.replaying = False  # replaying a journal: no injected latency
         self._thread = threading.local()  # lock depth of this thread (see _section)
         self.max_body_bytes = max_body_bytes
+        #: seconds a request body may take to arrive whole (408 after); None: no limit
+        self.body_timeout_s: float | None = DEFAULT_BODY_TIMEOUT_S
         self.limiter: RateLimiter | None = None
         self.configure(rate_limit=rate_limit)
 
@@ -177,25 +183,95 @@ class SimServer:
         return self.keys.personal(secret)
 
     def authenticate(self, authorization: str | None) -> ApiKey:
-        try:
-            return self.keys.authenticate(authorization)
-        except ApiError:
-            saved = self._saved_key(authorization)
-            if saved is None:
-                raise
-            return saved
+        return self.keys.authenticate(authorization)
 
-    def _saved_key(self, authorization: str | None) -> ApiKey | None:
-        """A key of the state file, kept as the SHA-256 of its secret (constant time)."""
-        token = bearer_token(authorization)
-        if token is None or not self.saved_keys:
-            return None
-        offered = hashlib.sha256(token.encode()).hexdigest()
-        found = None
-        for sha, key in self.saved_keys.items():
-            if hmac.compare_digest(sha, offered):
-                found = key
-        return found
+    @property
+    def saved_keys(self) -> dict[str, ApiKey]:
+        """Keys restored from the state file, by the SHA-256 of their secret."""
+        return self.keys.hashed
+
+    def _now_iso(self) -> str | None:
+        cp = getattr(self, "cp", None)
+        return None if cp is None else cp.clock.iso(cp.now)
+
+    def keep_key(self, key: ApiKey) -> KeyRecord | None:
+        """With a state file: keep `key` (as the hash of its secret), durable on return."""
+        record = self.keys.record_of(key.secret)
+        if self.journal is not None and record is not None:
+            self.journal.save_key(record)
+        return record
+
+    def create_api_key(self, name: str) -> tuple[KeyRecord, str]:
+        """A new personal key: (its record, its secret: shown once, never kept)."""
+        with self._section():
+            secret = new_secret()
+            self.keys.personal(secret, name=name)
+            record = self.keys.record_of(secret)
+            assert record is not None
+            self._journal(Entry("key", 0.0, {"record": record}))
+        return record, secret
+
+    def api_key_records(self) -> list[KeyRecord]:
+        """The keys accepted now; with a state file, answered once all it shows is on disk."""
+        with self._section():
+            return self.keys.records()
+
+    def revoke_api_key(self, key_id: int) -> KeyRecord | None:
+        """Revoke a key by id, journaled (refused from now on, also after a restart);
+        None when no accepted key has that id."""
+        with self._section():
+            return self.keys.revoke_id(key_id)
+
+    def _key_revoked(self, record: KeyRecord) -> None:
+        with self._section():
+            self._journal(Entry("key", 0.0, {"record": record}))
+
+    def close_state(self) -> None:
+        """A clean stop: snapshot the world, commit, fold the -wal into the file, close it."""
+        journal = self.journal
+        if journal is None:
+            return
+        try:
+            if not journal.failed:
+                self.take_snapshot()
+        except Exception as err:  # noqa: BLE001 - the stop goes on: the journal has it all
+            log.error("state file: no snapshot at the stop (%s: %s); the next start replays "
+                      "the journal", type(err).__name__, err)
+        finally:
+            journal.close()
+
+    def attach_journal(self, journal: Journal) -> None:
+        self.journal = journal
+        self.keys.on_revoke = self._key_revoked
+
+    # -- snapshots of the world (sim serve --state) -------------------------------------------
+    def world_state(self) -> tuple[object, ...]:
+        """What a snapshot holds: everything that changes as the world runs."""
+        return self.cp, self.faults, self.actions
+
+    def restore_world(self, state: tuple[object, ...]) -> None:
+        cp, faults, actions = state
+        self.cp, self.faults, self.actions = cp, faults, actions  # type: ignore[assignment]
+
+    def _periodic_snapshot(self, journal: Journal) -> None:
+        """A snapshot on the way out of a lock section. If the world cannot be pickled
+        (a bug), the request that happened to cross the line must not fail for it:
+        say so once and go on without snapshots (restarts replay the journal)."""
+        try:
+            world = snapshot.dumps(self.world_state())
+        except Exception as err:  # noqa: BLE001 - any failure: snapshots off, service on
+            log.error("state file: cannot snapshot the world (%s: %s); restarts will replay "
+                      "the whole journal", type(err).__name__, err)
+            self.snapshot_every = None
+            return
+        journal.append(Entry("snapshot", self.cp.now, {"world": world}))
+
+    def take_snapshot(self) -> None:
+        """Append a snapshot of the world to the journal (under the lock)."""
+        with self._section():
+            if self.journal is not None:
+                self.journal.append(Entry("snapshot", self.cp.now,
+                                          {"world": snapshot.dumps(self.world_state())}))
 
     def next_request_id(self) -> str:
         return f"req-{next(self._request_ids):08d}"
@@ -271,10 +347,17 @@ class SimServer:
                     if journal is not None and depth == 0:
                         if self.mode is ClockMode.REALTIME:
                             journal.note_clock(self.cp.now)
+                        every = self.snapshot_every
+                        if every is not None and journal.since_snapshot >= every:
+                            self._periodic_snapshot(journal)
                         seen = journal.appended
         finally:
             if seen:
-                self.journal.wait_durable(seen)  # type: ignore[union-attr]
+                try:
+                    self.journal.wait_durable(seen)  # type: ignore[union-attr]
+                except StateError:  # not on disk: not acknowledged (the log has the cause)
+                    raise unavailable("the state file cannot be written; restart the "
+                                      "server") from None
 
     def _journal(self, entry: Entry) -> None:
         """Append a change of the world made by this server (under the lock)."""

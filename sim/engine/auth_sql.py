@@ -58,6 +58,8 @@ def check_select(sql: Any, field: str = "sql") -> str:
     """One statement, starting with SELECT or WITH (a trailing ';' is fine)."""
     if not isinstance(sql, str) or not sql.strip():
         raise invalid(field, "required: one SELECT statement")
+    if "\x00" in sql:  # SQLite's API takes C strings: it would raise ValueError (a 500)
+        raise invalid(field, "contains a NUL character (U+0000)")
     if not sqlite3.complete_statement(sql.rstrip() + ";"):
         raise invalid(field, "incomplete statement (an unterminated string or comment?)")
     start = _LEADING.match(sql)

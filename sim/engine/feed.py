@@ -7,6 +7,7 @@ the instants a seed gives do not depend on how sessions are drawn.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +17,17 @@ from sim.workload.sessions import SessionModel
 
 
 def session_feed(
+    arrivals: ArrivalProcess,
+    sessions: SessionModel,
+    arrival_rng: np.random.Generator,
+    session_rng: np.random.Generator,
+    t0: float,
+    t1: float,
+) -> Iterator[SessionArrays]:
+    return SessionFeed(arrivals, sessions, arrival_rng, session_rng, t0, t1)
+
+
+def _batches(
     arrivals: ArrivalProcess,
     sessions: SessionModel,
     arrival_rng: np.random.Generator,
@@ -35,3 +47,45 @@ def session_feed(
             batch.memory_gb.tolist(),
             batch.temp_bytes.tolist(),
         )
+
+
+class SessionFeed:
+    """The batches of one compute's workload, drawn lazily; and picklable.
+
+    A generator cannot be pickled, and a snapshot of the world (sim serve
+    --state) pickles every compute's feed. So the feed keeps what made it (the
+    workload, the streams' states when it began) and how many batches it was
+    asked for; unpickled, it draws again from the start, with the same streams put
+    back to those states, and skips what was given: the same draws, so the
+    streams end where they were (checked) and the next batch is the same.
+    """
+
+    def __init__(self, arrivals: ArrivalProcess, sessions: SessionModel,
+                 arrival_rng: np.random.Generator, session_rng: np.random.Generator,
+                 t0: float, t1: float):
+        self._args = (arrivals, sessions, arrival_rng, session_rng, t0, t1)
+        self._initial = (arrival_rng.bit_generator.state, session_rng.bit_generator.state)
+        self._given = 0
+        self._batches = _batches(*self._args)
+
+    def __iter__(self) -> SessionFeed:
+        return self
+
+    def __next__(self) -> SessionArrays:
+        self._given += 1  # counted also when it ends: the last call draws too
+        return next(self._batches)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"args": self._args, "initial": self._initial, "given": self._given}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._args, self._initial, self._given = state["args"], state["initial"], state["given"]
+        arrival_rng, session_rng = self._args[2], self._args[3]
+        reached = (arrival_rng.bit_generator.state, session_rng.bit_generator.state)
+        arrival_rng.bit_generator.state, session_rng.bit_generator.state = self._initial
+        self._batches = _batches(*self._args)
+        for _ in range(self._given):
+            next(self._batches, None)
+        now = (arrival_rng.bit_generator.state, session_rng.bit_generator.state)
+        if repr(now) != repr(reached):
+            raise RuntimeError("a session feed drew differently when restored")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sim.engine.kernel import schedule_now
 from sim.engine.model import Branch, Compute, Operation, Project
 from sim.engine.records import WakeRecord
 from sim.rules.operations import Action
@@ -196,22 +197,48 @@ class Lifecycle:
         if every is None or branch.id in self.checked_branches:
             return  # one loop per branch, whatever computes come and go
         self.checked_branches[branch.id] = self.env.now
-        self.env.process(self._check_availability_loop(branch, every))
+        # A chain of plain callbacks rather than a SimPy process: a generator cannot be
+        # pickled, and a snapshot of the world (sim serve --state) pickles every pending
+        # event. The chain schedules exactly the events a process would (an urgent start,
+        # one timeout a round, a last event when the loop ends), so ids and order match.
+        schedule_now(self.env, AvailabilityRound(self, branch, every).first, urgent=True)
 
-    def _check_availability_loop(self: ControlPlane, branch: Branch, every: float):
-        while branch.deleted_at is None:
-            yield self.env.timeout(every)
-            computes = [self.computes[i] for i in branch.computes]
-            if not computes or self.projects[branch.project_id].deleted_at is not None:
-                continue  # branches without a compute are not checked
-            c = checked_compute(computes)
-            if c.runtime is not None and c.runtime.external:
-                return  # the compute kernel runs this branch's checks (nothing else touches it)
-            if c.disabled:
-                continue
-            if c.current_state == IDLE and c.pending_state is None:
-                self.wake(c, "check_availability")
-            rt = c.runtime
-            assert rt is not None
-            rt.quiet_since = self.env.now  # background activity resets the countdown
-            self.submit_compute_op(c, Action.CHECK_AVAILABILITY)
+    def _check_availability(self: ControlPlane, branch: Branch) -> bool:
+        """One round: check the branch's primary (or first) compute, if it has one.
+        False: the checks of this branch end here."""
+        computes = [self.computes[i] for i in branch.computes]
+        if not computes or self.projects[branch.project_id].deleted_at is not None:
+            return True  # branches without a compute are not checked
+        c = checked_compute(computes)
+        if c.runtime is not None and c.runtime.external:
+            return False  # the compute kernel runs this branch's checks (nothing else touches it)
+        if c.disabled:
+            return True
+        if c.current_state == IDLE and c.pending_state is None:
+            self.wake(c, "check_availability")
+        rt = c.runtime
+        assert rt is not None
+        rt.quiet_since = self.env.now  # background activity resets the countdown
+        self.submit_compute_op(c, Action.CHECK_AVAILABILITY)
+        return True
+
+
+class AvailabilityRound:
+    """The periodic check of one branch: every `every` seconds while the branch lives."""
+
+    def __init__(self, cp: ControlPlane, branch: Branch, every: float):
+        self.cp = cp
+        self.branch = branch
+        self.every = every
+
+    def first(self, _event: object) -> None:
+        self._next()
+
+    def due(self, _event: object) -> None:
+        self._next(self.cp._check_availability(self.branch))
+
+    def _next(self, go_on: bool = True) -> None:
+        if not go_on or self.branch.deleted_at is not None:
+            schedule_now(self.cp.env, None)  # where a process would schedule its own end
+            return
+        self.cp.env.timeout(self.every).callbacks.append(self.due)

@@ -67,6 +67,7 @@ class World:
             "role_name": ("neondb_owner",),
             "database_name": ("neondb",),
             "owner_name": ("neondb_owner",),
+            "key_id": ("1",),  # the API key of the world's first client
         }
 
 

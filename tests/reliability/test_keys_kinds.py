@@ -5,8 +5,10 @@
   that does not exist: a key never learns that the project is there;
 - 403 for what the key's kind may not do. As the real API (project-scoped keys
   have member-level access): a project-scoped key may neither create a project
-  nor delete the project it is scoped to. Everything else within reach is allowed
-  to every kind; the /_sim controls take any valid key (one simulated account);
+  nor delete the project it is scoped to; only a personal key manages API keys.
+  The /_sim calls that change the whole world (advance, faults, reset) need a
+  personal or organization key; everything else within reach is allowed to
+  every kind;
 - keys are compared in constant time: every stored key is compared, through
   hmac.compare_digest, whichever matches and whether one does (counted here;
   the time it takes is benchmarks/key_lookup.py);
@@ -101,13 +103,21 @@ ROUTES: list[tuple[str, str, Any]] = [
     ("POST", "/_sim/auth/confirm_transfer", {"project_id": "{project_id}", "token": "t"}),
     ("POST", "/_sim/auth/query", {"project_id": "{project_id}", "sql": "SELECT 1"}),
     ("POST", "/_sim/reset", None),
+    ("GET", "/api/v2/api_keys", None),
+    ("POST", "/api/v2/api_keys", {"key_name": "k"}),
+    ("DELETE", "/api/v2/api_keys/{key_id}", None),
 ]
 #: routes that name no project: reach does not apply (any valid key; POST /projects: 403 below)
 UNSCOPED = {("POST", "/api/v2/projects"), ("GET", "/api/v2/projects"), ("GET", "/_sim/clock"),
             ("GET", "/api/v2/projects/shared"), ("GET", "/api/v2/users/me"),
             ("GET", "/api/v2/regions"),
             ("POST", "/_sim/advance"), ("GET", "/_sim/faults"), ("POST", "/_sim/faults"),
-            ("GET", "/_sim/console"), ("POST", "/_sim/reset")}
+            ("GET", "/_sim/console"), ("POST", "/_sim/reset"), ("GET", "/api/v2/api_keys"),
+            ("POST", "/api/v2/api_keys"), ("DELETE", "/api/v2/api_keys/{key_id}")}
+#: what a project-scoped key may not do outside any project (403)
+WORLD_WIDE = [("POST", "/_sim/advance", {"seconds": 1}), ("POST", "/_sim/faults",
+              {"extra_latency_ms": 0}), ("POST", "/_sim/reset", None)]
+KEY_ROUTES = [r for r in ROUTES if "/api_keys" in r[1]]
 KINDS = ("personal", "organization", "project")
 
 
@@ -129,6 +139,8 @@ class Setup:
         self.secrets = {"personal": store.personal().secret,
                         "organization": store.organization().secret,
                         "project": store.for_project(self.world.project_id).secret}
+        spare = store.personal(name="spare")  # the one DELETE /api_keys/{key_id} revokes
+        self.spare_id = str(store.record_of(spare.secret).id)  # type: ignore[union-attr]
         self.api = in_process_client(self.server, api_key="unused")
         self.api.headers.pop("authorization")
 
@@ -147,7 +159,8 @@ class Setup:
                 "dev_branch_id": w.dev_branch_id, "endpoint_id": w.primary_id,
                 "operation_id": w.operation_ids[0], "auth_user_id": w.auth_user_id,
                 "auth_provider": "stack", "oauth_provider_id": w.oauth_provider_id,
-                "role_name": "neondb_owner", "database_name": "neondb"}
+                "role_name": "neondb_owner", "database_name": "neondb",
+                "key_id": self.spare_id}
 
     def call(self, method: str, path: str, body: Any, *, key: str | None,
              project_id: str | None = None, header: str | None = None) -> Any:
@@ -283,6 +296,27 @@ def test_a_project_scoped_key_may_not_delete_its_project(setup: Setup) -> None:
     error(setup.call("DELETE", P, None, key=setup.secrets["project"], project_id=setup.foreign),
           404, "NOT_FOUND")
     assert setup.call("DELETE", P, None, key=setup.secrets["organization"]).status_code == 200
+
+
+def test_world_wide_controls_need_a_personal_or_organization_key(setup: Setup) -> None:
+    before = digest(setup.server.cp)
+    for method, path, body in WORLD_WIDE:
+        r = setup.call(method, path, body, key=setup.secrets["project"])
+        assert "project-scoped" in error(r, 403, "FORBIDDEN")["message"], path
+    assert digest(setup.server.cp) == before  # the clock included: no advance, no reset
+    for kind in ("personal", "organization"):
+        for method, path, body in WORLD_WIDE:
+            assert setup.call(method, path, body, key=setup.secrets[kind]).status_code == 200
+
+
+def test_only_a_personal_key_manages_api_keys(setup: Setup) -> None:
+    for kind in ("organization", "project"):
+        for method, path, body in KEY_ROUTES:
+            r = setup.call(method, path, body, key=setup.secrets[kind])
+            assert "personal API key" in error(r, 403, "FORBIDDEN")["message"], (kind, path)
+    assert setup.server.keys.record_of(setup.secrets["personal"]) is not None
+    listed = setup.call("GET", "/api/v2/api_keys", None, key=setup.secrets["personal"]).json()
+    assert setup.spare_id in {str(k["id"]) for k in listed}
 
 
 def test_the_documented_403s() -> None:

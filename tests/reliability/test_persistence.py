@@ -26,7 +26,7 @@ import httpx
 import pytest
 
 from sim.api import SimClient, SimServer, in_process_client
-from sim.api.journal import StateError, open_server
+from sim.api.state_file import StateError, open_server
 from sim.testing import state_digest
 from tests.reliability.test_persistence_support import KEY, Serve, dump
 
@@ -57,7 +57,7 @@ class Kept:
     def open(self, **options: Any) -> None:
         self.server, self.restored = open_server(self.path, **{**self.options, **options})
         if not self.server.saved_keys:
-            self.server.journal.save_key(self.server.add_personal_key(KEY))  # type: ignore[union-attr]
+            self.server.keep_key(self.server.add_personal_key(KEY))
         self.api = in_process_client(self.server, api_key=KEY)
 
     def close(self) -> None:
@@ -406,7 +406,7 @@ def test_a_file_of_another_seed_in_use_or_not_a_state_file_is_refused(tmp_path: 
         kept.close()
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"not a database" * 100)
-    with pytest.raises(StateError, match="cannot use this file"):
+    with pytest.raises(StateError, match="not a state file"):
         open_server(junk)
 
 
@@ -419,7 +419,7 @@ def test_a_failed_write_is_not_acknowledged_and_stops_the_service(kept: Kept) ->
 
     journal._commit = broken  # type: ignore[method-assign]
     r = kept.api.post("projects", json={"project": {"name": "lost"}})
-    assert r.status_code == 500 and r.json()["code"] == "INTERNAL_ERROR"
+    assert (r.status_code, r.json()["code"]) == (503, "SERVICE_UNAVAILABLE")  # not acknowledged
     r = kept.api.get("projects")
     assert (r.status_code, r.json()["code"]) == (503, "SERVICE_UNAVAILABLE")
     assert "state file" in r.json()["message"]

@@ -29,7 +29,8 @@ STEPS = 40 if THOROUGH else 20
 
 # ---- values ------------------------------------------------------------------------------------
 
-UNKNOWN = ("unknown-0", "ep-missing-1", "br-missing-1", "00000000-0000-4000-8000-000000000000")
+UNKNOWN = ("unknown-0", "ep-missing-1", "br-missing-1", "00000000-0000-4000-8000-000000000000",
+           "999999")
 CU = st.sampled_from([0.25, 0.5, 1, 2, 4, 8, 16, 18, 56, 0, 0.3, 3.5, 17, 57, -1, 1e9, "2", True])
 TIMEOUT = st.sampled_from([0, -1, 60, 300, 604_800, 5, 59, 604_801, -2, "300", 1.5])
 NAME = st.one_of(st.sampled_from(["main", "dev", "x", "", "n" * 257]), st.text(max_size=8))
@@ -255,6 +256,10 @@ ROUTES: list[Route] = [
         {"project_id": pool.pick("project_id"), "endpoint_id": pool.pick("endpoint_id")},
         optional={"count": st.sampled_from([1, 3, 0, 10_001]),
                   "duration_seconds": st.sampled_from([1, 60, 0, -5])}))),
+    route("GET", "api_keys"),
+    route("POST", "api_keys", lambda pool: body_or_junk(maybe(
+        key_name=st.sampled_from(["ci", "", "k" * 65, 7])))),
+    route("DELETE", "api_keys/{key_id}"),  # unknown ids only: the keys stay as they are
     route("/_sim", "GET faults"),
     route("/_sim", "POST faults", lambda pool: body_or_junk(maybe(
         operation_failure_rate=st.sampled_from([0.0, 0.5, -0.1, 1.0, 2]),
