@@ -125,7 +125,7 @@ def days(seconds: float) -> str:
 
 def roads_line(roads: dict[str, int]) -> str:
     """How many computes each road computed, e.g. "16 computes: 14 by the fleet path,
-    2 by the fleet path after their scripted calls, 0 by the SimPy engine"."""
+    2 by the fleet path but for their scripted calls"."""
     kernel = {road: n for road, n in roads.items() if not road.startswith("engine: ")}
     engine = {road.removeprefix("engine: "): n for road, n in roads.items()
               if road.startswith("engine: ")}

@@ -79,6 +79,8 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         self._unnamed_projects = 0
         #: branches with a check_availability loop -> when it began
         self.checked_branches: dict[str, float] = {}
+        #: branches whose check loop ended because the compute kernel took their checks
+        self.ended_checks: set[str] = set()
         self.auth = ManagedAuth(self)
 
     # -- time ----------------------------------------------------------------

@@ -82,6 +82,8 @@ class IdFactory:
         rng.bytes(16 n) is the concatenation of n draws of rng.bytes(16) (whole 64-bit
         words each); on the (never yet seen) collision with an issued id, the stream is
         put back and the ids are drawn one by one, redrawing as `operation` does."""
+        if n == 0:
+            return []  # rng.bytes(0) still draws a word
         state = rng.bit_generator.state
         raw = rng.bytes(16 * n)
         ids = [_uuid4(raw[16 * k:16 * k + 16]) for k in range(n)]

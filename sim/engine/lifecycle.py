@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sim.engine.kernel import schedule_now
+from sim.engine.kernel import schedule_now, timeout_at
 from sim.engine.model import Branch, Compute, Operation, Project
 from sim.engine.records import WakeRecord
 from sim.rules.operations import Action
@@ -203,6 +203,13 @@ class Lifecycle:
         # one timeout a round, a last event when the loop ends), so ids and order match.
         schedule_now(self.env, AvailabilityRound(self, branch, every).first, urgent=True)
 
+    def resume_availability_checks(self: ControlPlane, branch: Branch, due: float) -> None:
+        """The engine takes a branch's checks back from the kernel: the next one at `due`."""
+        self.ended_checks.discard(branch.id)
+        every = self.config.check_availability_every_s
+        assert every is not None
+        timeout_at(self.env, due).callbacks.append(AvailabilityRound(self, branch, every).due)
+
     def _check_availability(self: ControlPlane, branch: Branch) -> bool:
         """One round: check the branch's primary (or first) compute, if it has one.
         False: the checks of this branch end here."""
@@ -211,6 +218,7 @@ class Lifecycle:
             return True  # branches without a compute are not checked
         c = checked_compute(computes)
         if c.runtime is not None and c.runtime.external:
+            self.ended_checks.add(branch.id)
             return False  # the compute kernel runs this branch's checks (nothing else touches it)
         if c.disabled:
             return True

@@ -53,12 +53,13 @@ N_FLOATS = 24
 # integer state
 (CUR, PENDING, IV_STATE, NEXT_ARR, WAKE_CAUSE, SESSIONS, REFUSED, QUEUED, QUEUE_TIMEOUTS,
  DISK_FULLS, COLD_STARTS, SUSPENDS, PEAK, N_REC, N_OPS, N_IV, N_WAKE, LANE_HEAD, LANE_TAIL,
- OP_EVT_KIND, N_SPAN, ON, TIE) = range(23)
+ OP_EVT_KIND, N_SPAN, ON, TIE, WAITING) = range(24)
+N_INTS = 24
 # parameters
 (P_A0, P_UNTIL, P_TIMEOUT, P_MAX_CONN, P_POOLED, P_POOL_SIZE, P_QUEUE_TIMEOUT, P_DISK,
  P_MIN_CU, P_MAX_CU, P_FIXED, P_TCPU, P_RAM_TMEM, P_DELAY, P_FAIL_RATE, P_BACKOFF,
- P_POOLER_MAX, P_EVERY, P_TICK0, P_RESUME) = range(20)
-N_PARAMS = 20
+ P_POOLER_MAX, P_EVERY, P_TICK0, P_RESUME, P_OPEN_END) = range(21)
+N_PARAMS = 21
 
 
 class Out:
@@ -68,7 +69,7 @@ class Out:
              "op_action", "op_created", "op_status", "op_failures", "op_updated", "op_finished",
              "op_sched",
              "iv_state", "iv_cu", "iv_start", "iv_end", "wk_at", "wk_cause", "wk_wait",
-             "sp_start", "sp_end")
+             "sp_start", "sp_end", "open_f", "server_f", "client_f", "temp_f", "load_f")
 
 
 @njit(cache=True, inline="always")
@@ -541,10 +542,29 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
             _submit(f, i, CHECK, lane, op_action, op_created, op_status, op_failures,
                     op_updated, op_finished, op_sched, rng, dk, da, db)
     f[NOW] = until
-    _close_interval(f, i, iv_state, iv_cu, iv_start, iv_end, until)
-    if i[ON] == 1:
-        sp_end[i[N_SPAN]] = until
-        i[N_SPAN] += 1
+    i[WAITING] = len(waiting)
+    if p[P_OPEN_END] == 0:  # the run ends here: close what is open
+        _close_interval(f, i, iv_state, iv_cu, iv_start, iv_end, until)
+        if i[ON] == 1:
+            sp_end[i[N_SPAN]] = until
+            i[N_SPAN] += 1
+    # the heaps as they stand, in heap order (what the engine's runtime takes over)
+    open_f = np.empty(len(open_ends))
+    for j in range(len(open_ends)):
+        open_f[j] = open_ends[j]
+    server_f = np.empty(len(server_ends))
+    for j in range(len(server_ends)):
+        server_f[j] = server_ends[j]
+    client_f = np.empty(len(client_ends))
+    for j in range(len(client_ends)):
+        client_f[j] = client_ends[j]
+    temp_f = np.empty((len(temp), 2))
+    for j in range(len(temp)):
+        temp_f[j, 0], temp_f[j, 1] = temp[j]
+    load_f = np.empty((len(load), 3))
+    for j in range(len(load)):
+        load_f[j, 0], load_f[j, 1], load_f[j, 2] = load[j]
     return (f, i, rec_idx, rec_wait, rec_outcome, rec_cold,
             op_action, op_created, op_status, op_failures, op_updated, op_finished, op_sched,
-            iv_state, iv_cu, iv_start, iv_end, wk_at, wk_cause, wk_wait, sp_start, sp_end)
+            iv_state, iv_cu, iv_start, iv_end, wk_at, wk_cause, wk_wait, sp_start, sp_end,
+            open_f, server_f, client_f, temp_f, load_f)

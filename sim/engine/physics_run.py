@@ -20,8 +20,10 @@ import numpy as np
 from sim.engine import physics as k
 from sim.engine.clock import to_us
 from sim.engine.config import ConnectionRecording
+from sim.engine.kernel import timeout_at
 from sim.engine.model import Compute, Operation
 from sim.engine.records import ConnectionRecord, Outcome, StateInterval, WakeRecord
+from sim.engine.runtime import SessionArrays
 from sim.rules.connections import POOLER_MAX_CLIENTS
 from sim.rules.operations import Action
 from sim.rules.sizes import RAM_GB_PER_CU, VALID_CU
@@ -136,7 +138,7 @@ def _state(c: Compute) -> tuple[np.ndarray, np.ndarray]:
     f[k.IV_START] = rt.iv_start
     s = c.stats
     f[k.ACTIVE_S], f[k.CU_S], f[k.QUEUE_WAIT_S] = s.active_s, s.cu_s, s.queue_wait_s
-    i = np.zeros(23, dtype=np.int64)
+    i = np.zeros(k.N_INTS, dtype=np.int64)
     i[k.CUR], i[k.PENDING], i[k.IV_STATE] = k.ACTIVE, k.NONE, k.ACTIVE
     i[k.SESSIONS], i[k.REFUSED], i[k.QUEUED] = s.sessions, s.refused, s.queued
     i[k.QUEUE_TIMEOUTS], i[k.DISK_FULLS], i[k.PEAK] = s.queue_timeouts, s.disk_full, s.peak_connections
@@ -174,6 +176,72 @@ def advance_compute(cp: ControlPlane, c: Compute, sessions: Sessions, until: flo
     starts = out["sp_start"][:n_span].copy()
     starts[0] = c.created_at
     return Advanced(c, sessions, out, starts, out["sp_end"][:n_span].copy())
+
+
+def advance_to_call(cp: ControlPlane, c: Compute, sessions: Sessions, until: float,
+                    checks: tuple[float, float] | None) -> Advanced:
+    """Run compute `c` from its creation's start up to (not including) `until`, the instant
+    of a scripted call, leaving what is open at `until` open (see `give_to_engine`).
+    Raises Tie."""
+    rt = c.runtime
+    assert rt is not None and rt.activated_at is not None
+    f, i = _state(c)
+    p = _params(cp, c, rt.activated_at, until, checks, False)
+    p[k.P_OPEN_END] = 1.0
+    out = _run(cp, c, sessions, p, f, i, _NO_HEAPS)
+    n_span = int(out["i"][k.N_SPAN])
+    starts = out["sp_start"][:n_span + int(out["i"][k.ON])].copy()
+    starts[0] = c.created_at
+    return Advanced(c, sessions, out, starts, out["sp_end"][:n_span].copy())
+
+
+def settled(adv: Advanced) -> bool:
+    """Nothing underway and nobody waiting at the end: the engine can take the compute."""
+    i = adv.out["i"]
+    return (i[k.PENDING] == k.NONE and i[k.LANE_HEAD] == i[k.LANE_TAIL]
+            and i[k.OP_EVT_KIND] == 0 and i[k.WAITING] == 0)
+
+
+def give_to_engine(cp: ControlPlane, adv: Advanced) -> list[Operation]:
+    """Write what the kernel computed (`advance_to_call`) into `cp` and hand the compute's
+    state to its per-session runtime, which the engine runs from now on. Returns the
+    kernel's operations (not filed)."""
+    c, out = adv.compute, adv.out
+    f, i = out["f"], out["i"]
+    rt = c.runtime
+    assert rt is not None and settled(adv)
+    first_row = len(cp.recorder.connections)
+    ops = apply_advanced(cp, adv)
+    now = cp.now
+    c.current_state, c.pending_state, c.cu = _STATES[int(i[k.CUR])], None, float(f[k.CU])
+    rt.open_ends = out["open_f"].tolist()
+    rt.server_ends = out["server_f"].tolist()
+    rt.client_ends = out["client_f"].tolist()
+    rt.temp_ends = [(a, b) for a, b in out["temp_f"].tolist()]
+    rt.load_ends = [(a, b, m) for a, b, m in out["load_f"].tolist()]
+    rt.cpu_load, rt.mem_load = float(f[k.CPU_LOAD]), float(f[k.MEM_LOAD])
+    rt.temp_used, rt.busy_until = float(f[k.TEMP_USED]), float(f[k.BUSY_UNTIL])
+    rt.quiet_since = float(f[k.QUIET_SINCE])
+    rt.resize_at = None if f[k.RESIZE_AT] == INF else float(f[k.RESIZE_AT])
+    rt.iv_state, rt.iv_cu, rt.iv_start = _STATES[int(i[k.IV_STATE])], float(f[k.IV_CU]), float(f[k.IV_START])
+    rt.wake_at, rt.waiting = None, []
+    rt.open_records = [j for j in range(first_row, len(cp.recorder.connections))
+                       if (row := cp.recorder.connections[j]).compute_id == c.id
+                       and row.arrival_s + row.wait_s + row.duration_s > now]
+    start = int(i[k.NEXT_ARR])
+    s = adv.sessions
+    rt.consumed = start
+    rt.feed = iter([SessionArrays(s.arrival_s[start:].tolist(), s.duration_s[start:].tolist(),
+                                  s.cpu[start:].tolist(), s.memory_gb[start:].tolist(),
+                                  s.temp_bytes[start:].tolist())])
+    rt._next_batch()
+    rt.external = False
+    rt.armed_at = INF
+    if f[k.ARMED_AT] < INF:  # the kernel's timer, as the engine would have it pending
+        rt.armed_at = at = float(f[k.ARMED_AT])
+        ev = timeout_at(cp.env, max(float(f[k.FIRE_T]), now))
+        ev.callbacks.append(lambda _ev: rt._fire(at))
+    return ops
 
 
 def can_resume(cp: ControlPlane, c: Compute, next_tick: float | None) -> bool:
@@ -253,7 +321,9 @@ def apply_advanced(cp: ControlPlane, adv: Advanced) -> list[Operation]:
         cp.recorder.add_minutes(out["iv_start"][:n_iv][on], out["iv_end"][:n_iv][on],
                                 out["iv_cu"][:n_iv][on], cp.now)
         if n_wake:
-            cp.recorder.wake_waits[c.id] = out["wk_wait"][:n_wake].copy()
+            waits = cp.recorder.wake_waits
+            new = out["wk_wait"][:n_wake]
+            waits[c.id] = np.concatenate((waits[c.id], new)) if c.id in waits else new.copy()
         return []
     cp.recorder.intervals.extend(
         StateInterval(c.id, c.project_id, _STATES[st], cu, a, b)
@@ -285,6 +355,16 @@ def _connections(cp: ControlPlane, adv: Advanced) -> None:
         ConnectionRecord(c.id, c.project_id, a, w, d, _OUTCOMES[o], bool(cl))
         for a, w, d, o, cl in zip(arrivals, wait.tolist(), durations, outcome.tolist(),
                                   cold.tolist(), strict=True))
+
+
+def longest_quiet(starts: np.ndarray, ends: np.ndarray, until: float) -> float:
+    """The longest stretch between the first start and `until` covered by no span [start, end)."""
+    if len(starts) == 0:
+        return 0.0
+    order = np.argsort(starts, kind="stable")
+    s, reach = starts[order], np.maximum.accumulate(ends[order])
+    gaps = s[1:] - reach[:-1]
+    return float(max(gaps.max(initial=0.0), until - reach[-1]))
 
 
 def op_order(adv: Advanced) -> list[tuple[float, float]]:
@@ -319,5 +399,6 @@ def _operations(cp: ControlPlane, adv: Advanced) -> list[Operation]:
     return ops
 
 
-__all__ = ["Advanced", "Handover", "Sessions", "Tie", "advance_compute", "apply_advanced", "can_resume",
-           "hand_over", "op_order", "resume_compute"]
+__all__ = ["Advanced", "Handover", "Sessions", "Tie", "advance_compute", "advance_to_call",
+           "apply_advanced", "can_resume", "give_to_engine", "hand_over", "longest_quiet", "op_order",
+           "resume_compute", "settled"]

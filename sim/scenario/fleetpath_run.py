@@ -27,6 +27,7 @@ from sim.engine.physics_run import (
     Tie,
     advance_compute,
     apply_advanced,
+    longest_quiet,
     op_order,
     resume_compute,
 )
@@ -68,16 +69,6 @@ def compute_sessions(scenario: Scenario, cp: ControlPlane, c: Compute, spec: Com
     if not parts:
         return Sessions.none()
     return Sessions(*(np.concatenate([part[j] for part in parts]) for j in range(5)))
-
-
-def longest_quiet(starts: np.ndarray, ends: np.ndarray, until: float) -> float:
-    """The longest stretch between the first start and `until` covered by no span [start, end)."""
-    if len(starts) == 0:
-        return 0.0
-    order = np.argsort(starts, kind="stable")
-    s, reach = starts[order], np.maximum.accumulate(ends[order])
-    gaps = s[1:] - reach[:-1]
-    return float(max(gaps.max(initial=0.0), until - reach[-1]))
 
 
 def _check_storage(cp: ControlPlane, advanced: list[Advanced], until: float,

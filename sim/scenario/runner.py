@@ -19,14 +19,14 @@ from sim.engine.records import ActionRecord, RunResult
 from sim.rules.connections import DEFAULT_POOL_SHARE
 from sim.rules.errors import ApiError
 from sim.scenario.fleetpath_run import FLEET_PATH, engine_reasons, run_fleet_path
-from sim.scenario.handover import Taken, schedule_handovers
+from sim.scenario.handover import Taken, action_keys, schedule_first_calls, schedule_handovers
 from sim.scenario.merge import canonical_result, instance_order
 from sim.scenario.references import Reference, render_body, render_path
 from sim.scenario.schema import ComputeSpec, ProjectInstance, Scenario
 from sim.workload import Poisson, chunks
 
 Progress = Callable[[float, float], None]  # (simulated seconds reached, total)
-FLEET_AFTER_CALLS = "fleet path after its scripted calls"
+FLEET_AFTER_CALLS = "fleet path but for its scripted calls"
 
 
 class ScenarioRunError(Exception):
@@ -153,7 +153,9 @@ def schedule_releases(cp: ControlPlane, scenario: Scenario) -> None:
 
 
 def schedule_actions(cp: ControlPlane, scenario: Scenario, fleet: Fleet,
-                     log: list[ActionRecord]) -> None:
+                     log: list[ActionRecord], named: list[set[str]] | None = None) -> None:
+    """Each scripted call at its instant; `log` gets what the control plane answered and
+    `named`, beside it, the project instances each call named."""
     if not scenario.actions:
         return
     from sim.api.dispatch import dispatch  # scenario -> api -> engine; FastAPI only when needed
@@ -167,6 +169,8 @@ def schedule_actions(cp: ControlPlane, scenario: Scenario, fleet: Fleet,
         status, payload = dispatch(cp, action.method, path, body)
         code = payload.get("code", "") if status >= 400 and isinstance(payload, dict) else ""
         log.append(ActionRecord(cp.env.now, f"{action.method} {path}", status, code))
+        if named is not None:
+            named.append(action_keys(action))
 
     for action in scenario.actions:
         ev = cp.env.timeout(action.at)
@@ -223,34 +227,58 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
             built = build_project(cp, scenario, inst, fleet)
         except ApiError as err:
             raise ScenarioRunError(f"{inst.key}: {err.message}") from None
-        if fleet_path and inst.key not in reasons:
+        if fleet_path:  # the kernel's from creation (a named project: up to its first call)
             for compute, _ in built:
                 compute.runtime.external = True  # type: ignore[union-attr]
+        if fleet_path and inst.key not in reasons:
             external += built
         else:
             placed += built
-    attach_workloads(cp, scenario, placed)
-    schedule_releases(cp, scenario)
-    actions: list[ActionRecord] = []
-    schedule_actions(cp, scenario, fleet, actions)
+    specs = {c.id: spec for c, spec in placed}
+    back: dict[str, str] = {}  # project id -> why the engine runs it alone
     taken: list[Taken] = []
     if fleet_path:
-        schedule_handovers(cp, scenario, fleet.projects, set(reasons), taken)
+        # ahead of the calls: the engine must hold a named project when its first call runs
+        schedule_first_calls(cp, scenario, fleet.projects, specs, back)
+    else:
+        attach_workloads(cp, scenario, placed)
+    schedule_releases(cp, scenario)
+    actions: list[ActionRecord] = []
+    named: list[set[str]] = []
+    schedule_actions(cp, scenario, fleet, actions, named)
+    if fleet_path:
+        schedule_handovers(cp, scenario, fleet.projects, set(reasons), taken, back)
     total = scenario.duration
     for i in range(1, steps + 1):
         cp.run_until(total * i / steps)
         if progress is not None:
             progress(cp.now, total)
-    handed_back = (run_fleet_path(cp, scenario, external, cp.now, taken,
-                                  {c.id: spec for c, spec in placed})
-                   if external or taken else {})
+    taken = [t for t in taken if t.project_id not in back]
+    if external or taken:
+        back |= run_fleet_path(cp, scenario, external, cp.now, taken, specs)
+    back_keys = _linked({cp.projects[pid].key for pid in back}, named)
+    excluded = {pid for pid, p in cp.projects.items() if p.key in back_keys}
     result = cp.result(scenario.name, total, scenario.price_per_cu_hour,
-                       assumptions(scenario, cp), exclude=set(handed_back))
-    result.actions = actions
-    result.roads = _roads(cp, reasons if fleet_path else None, taken, set(handed_back))
-    back = {cp.projects[pid].key for pid in handed_back}
-    keys = [inst.key for inst in instances if inst.key not in back]
-    return _Part(result, keys, [inst.key for inst in instances if inst.key in back], cp, fleet)
+                       assumptions(scenario, cp), exclude=excluded)
+    result.actions = [a for a, keys in zip(actions, named, strict=True) if not keys & back_keys]
+    result.roads = _roads(cp, reasons if fleet_path else None, taken, excluded)
+    keys = [inst.key for inst in instances if inst.key not in back_keys]
+    return _Part(result, keys, [inst.key for inst in instances if inst.key in back_keys], cp,
+                 fleet)
+
+
+def _linked(keys: set[str], named: list[set[str]]) -> set[str]:
+    """`keys` and every project instance a scripted call names together with one of them:
+    those run again together, with their calls."""
+    keys = set(keys)
+    grown = True
+    while grown:
+        grown = False
+        for group in named:
+            if group & keys and not group <= keys:
+                keys |= group
+                grown = True
+    return keys
 
 
 def _roads(cp: ControlPlane, reasons: dict[str, str] | None, taken: Sequence[Taken],
@@ -264,7 +292,8 @@ def _roads(cp: ControlPlane, reasons: dict[str, str] | None, taken: Sequence[Tak
         if c.project_id in handed_back:
             continue
         if c.runtime is not None and c.runtime.external:
-            roads[FLEET_AFTER_CALLS if c.id in resumed else FLEET_PATH] += 1
+            named = c.id in resumed or (reasons is not None and key in reasons)
+            roads[FLEET_AFTER_CALLS if named else FLEET_PATH] += 1
         else:
             reason = "fleet path off" if reasons is None else reasons.get(key, "created by a call")
             roads[f"engine: {reason}"] += 1
@@ -293,8 +322,9 @@ def run_scenario(
     parts = [_simulate(scenario, seed, chosen, progress, steps, fleet_path)]
     if parts[0].handed_back:
         again = set(parts[0].handed_back)
-        # never named by a scripted call (those projects run in the engine from the start)
-        alone = scenario.model_copy(update={"actions": []})
+        # with the calls that name them (a call names them all, or none: see _linked)
+        alone = scenario.model_copy(update={"actions": [
+            a for a in scenario.actions if action_keys(a) and action_keys(a) <= again]})
         parts.append(_simulate(alone, seed, [i for i in chosen if i.key in again],
                                None, steps, False))
         parts[1].result.roads = {

@@ -137,7 +137,7 @@ def test_most_random_workloads_take_the_fleet_path(fallbacks: list[str]) -> None
     for seed in range(0, 150, 5):
         roads = runner.run_scenario(parse_scenario(random_scenario(seed)), fleet_path=True).roads
         bulk += roads.get("fleet path", 0)
-        after_calls += roads.get("fleet path after its scripted calls", 0)
+        after_calls += roads.get("fleet path but for its scripted calls", 0)
         total += sum(roads.values())
     assert bulk + after_calls >= 0.9 * total, (bulk, after_calls, total, fallbacks)
     assert after_calls > 0  # projects named by a scripted call, handed over after it

@@ -17,6 +17,12 @@ def test_bulk_operation_ids_equal_one_at_a_time_and_leave_the_stream_in_step() -
     assert all(uuid.UUID(i).version == 4 and str(uuid.UUID(i)) == i for i in singles)
 
 
+def test_no_ids_draw_nothing() -> None:
+    one, bulk = np.random.default_rng(5), np.random.default_rng(5)
+    assert IdFactory(set()).operations(bulk, 0) == []
+    assert IdFactory(set()).operation(one) == IdFactory(set()).operation(bulk)
+
+
 def test_a_collision_redraws_as_one_at_a_time_would() -> None:
     taken = IdFactory(set()).operation(np.random.default_rng(9))  # the first id of the stream
     one, bulk = IdFactory({taken}), IdFactory({taken})
