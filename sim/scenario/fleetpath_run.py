@@ -1,9 +1,10 @@
 """The fleet path: which projects of a scenario the compute kernel advances, and running it.
 
-A project goes to the fleet path unless a scripted call names it: its computes
-are built and started by the SimPy engine like any other, then left alone
-there, and after the run each compute's whole life is computed by the kernel
-(`sim.engine.physics`), project by project. What can only be known afterwards
+A project's computes are built and started by the SimPy engine like any
+other, then left alone there, and after the run each compute's whole life is
+computed by the kernel (`sim.engine.physics`), project by project; a project
+that scripted calls name is the engine's around its calls (`sim.scenario.handover`)
+and the kernel's before and after them. What can only be known afterwards
 (two events of a compute at one instant, a project quiet long enough to be
 detached) hands that project
 alone back to the SimPy engine: the runner runs the projects handed back in a
