@@ -25,14 +25,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from sim.engine.model import Project
+from sim.engine.model import USER_ID, Project
 from sim.rules.errors import forbidden, not_found, unauthorized
 
 if TYPE_CHECKING:
     from sim.engine.control_plane import ControlPlane
     from sim.scenario.schema import KeySpec
 
-USER_ID = "user-1"  # the engine's default project owner
 ORG_ID = "org-1"
 _BEARER = re.compile(r"Bearer\s+(\S+)\s*", re.IGNORECASE)
 

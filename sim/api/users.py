@@ -45,7 +45,7 @@ def current_user(server: Server, key: Key):
         start = cp.clock.iso(0.0)
         plan = cp.plan
     user = key.user_id
-    email = f"{user}@example.com"
+    email = "user@example.com"
     return {
         "active_seconds_limit": 0,
         "billing_account": {

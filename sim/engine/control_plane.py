@@ -26,7 +26,7 @@ from sim.engine.config import EngineConfig
 from sim.engine.executor import Executor, Hook
 from sim.engine.ids import IdFactory
 from sim.engine.lifecycle import Lifecycle, is_on
-from sim.engine.model import Branch, Compute, Operation, Project
+from sim.engine.model import USER_ID, Branch, Compute, Operation, Project
 from sim.engine.records import ComputeRow, OperationRow, Recorder, RunResult, summarise_events
 from sim.engine.roles import RoleVerbs
 from sim.engine.streams import Streams
@@ -166,7 +166,7 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
 
     def create_project(
         self, name: str | None = None, *, key: str | None = None, region_id: str | None = None,
-        plan: Plan | str | None = None, owner_id: str = "user-1", org_id: str | None = None,
+        plan: Plan | str | None = None, owner_id: str = USER_ID, org_id: str | None = None,
         history_retention_seconds: int = 86_400, branch_name: str = "main",
         default_endpoint: dict[str, Any] | None = None, with_compute: bool = True,
         compute_key: str | None = None, pg_version: int = 17,

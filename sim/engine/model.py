@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from sim.engine.runtime import ComputeRuntime
 
 
+#: the one user of the simulated account (a UUID, as the real service's user ids are)
+USER_ID = "4c2a6f3e-8d1b-4f6a-9e2c-5b7d0a1c3e9f"
+
+
 @dataclass(slots=True, eq=False)
 class Operation:
     id: str
@@ -179,7 +183,7 @@ class Project:
     plan: Plan
     created_at: float
     updated_at: float
-    owner_id: str = "user-1"
+    owner_id: str = USER_ID
     org_id: str | None = None
     history_retention_seconds: int = 86_400
     pg_version: int = 17

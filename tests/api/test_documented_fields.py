@@ -224,7 +224,7 @@ def test_kept_fields_survive_a_restart_from_the_state_file(tmp_path):
     path = tmp_path / "world.db"
     server, _ = open_server(path)
     key = server.add_personal_key()
-    server.journal.save_key(key)  # type: ignore[union-attr]
+    server.keep_key(key)
     with in_process_client(server, api_key=key.secret) as api:
         made = make_project(api, settings=SETTINGS, store_passwords=False,
                             branch={"role_name": "sally"})

@@ -8,6 +8,7 @@ import pytest
 
 from sim.api import SimClient, SimServer, create_app, in_process_client
 from sim.api.keys import ORG_ID
+from sim.engine.model import USER_ID
 from tests.api.conftest import make_project
 
 P = "/api/v2/projects/{project_id}"
@@ -173,7 +174,7 @@ def test_organization_key_and_ownership(server: SimServer) -> None:
     org = in_process_client(server, api_key=server.keys.organization().secret)
     mine = make_project(personal, "mine")["project"]
     theirs = make_project(org, "theirs")["project"]
-    assert (mine["owner_id"], mine.get("org_id")) == ("user-1", None)
+    assert (mine["owner_id"], mine.get("org_id")) == (USER_ID, None)
     assert theirs["org_id"] == ORG_ID
     # the organization key sees only the organization's projects
     assert [p["id"] for p in org.get("projects").json()["projects"]] == [theirs["id"]]

@@ -16,6 +16,7 @@ import pytest
 neon_api = pytest.importorskip("neon_api")
 from neon_api import NeonAPI, NeonAPIError, schema  # noqa: E402
 
+from sim.engine.model import USER_ID  # noqa: E402
 from tests.api.conftest import Live  # noqa: E402
 
 NOT_SERVED = {
@@ -56,7 +57,7 @@ def test_every_served_method_of_neon_api(live: Live) -> None:
     neon = Recorded(NeonAPI(live.key, base_url=f"{live.base}/api/v2/"))
 
     me = neon.me()
-    assert isinstance(me, schema.CurrentUserInfoResponse) and me.id == "user-1"
+    assert isinstance(me, schema.CurrentUserInfoResponse) and me.id == USER_ID
     made = neon.project_create(project={"name": "py-shop"})
     p = made.project.id
     assert p in {x.id for x in neon.projects().projects}

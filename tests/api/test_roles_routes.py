@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from sim.api import SimClient
+from sim.engine.model import USER_ID
 from tests.api.conftest import make_project
 
 OWNER, DB = "neondb_owner", "neondb"
@@ -213,7 +214,7 @@ def test_project_list_search_and_org(api: SimClient) -> None:
 
 def test_current_user_and_regions(api: SimClient) -> None:
     me = api.get("users/me").json()
-    assert me["id"] == "user-1" and me["plan"] == "launch"
+    assert me["id"] == USER_ID and me["plan"] == "launch"
     assert me["billing_account"]["subscription_type"] == "launch"
     regions = api.get("regions").json()["regions"]
     assert [x["region_id"] for x in regions if x["default"]] == ["aws-us-east-2"]

@@ -19,7 +19,7 @@ KEY = "sim_key_roles_persistence_0123"
 def open_kept(path: Path):
     server, _ = open_server(path, seed=4)
     if not server.saved_keys:
-        server.journal.save_key(server.add_personal_key(KEY))  # type: ignore[union-attr]
+        server.keep_key(server.add_personal_key(KEY))
     return server, in_process_client(server, api_key=KEY)
 
 
