@@ -1,11 +1,11 @@
-"""Routes of managed auth (spec.md #1-#16) and its /_sim calls.
+"""Routes of managed auth (the specification #1-#16) and its /_sim calls.
 
 Each handler parses, checks that the project (in the path or, for #1, #3,
 #4 and #6, in the body) lies within the key's reach (404 otherwise, as an
 unknown project), calls one `cp.auth` verb under the server's lock and
 serialises. The rules and refusals are the engine's (`sim.engine.auth`).
 
-Status codes (spec.md where it shows them, else the real API, else DESIGN.md):
+Status codes (the specification where it shows them, else the real API, else the design notes):
 
 | # | call | success |
 |---|---|---|

@@ -1,4 +1,5 @@
-"""Routes of computes (spec.md #17-#21, start/suspend of DESIGN.md) and operations (#22, #23).
+"""Routes of computes (#17-#21 of the specification, start and suspend) and operations
+(#22, #23).
 
 Each handler parses, checks the key's reach, calls one ControlPlane verb under
 the server's lock and serialises: the rules are the engine's.

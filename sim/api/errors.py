@@ -1,6 +1,6 @@
 """The one place where a refusal becomes an HTTP response.
 
-Every error leaves as `{"code", "message", "request_id"}` with DESIGN.md's
+Every error leaves as `{"code", "message", "request_id"}` with the design notes'
 status codes: an engine ApiError keeps its own; request-validation errors and
 malformed JSON are 400 naming the field path (`endpoint.autoscaling_limit_max_cu:
 ...`); an unknown route is 404; anything unexpected is a 500 with the same

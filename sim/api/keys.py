@@ -1,4 +1,4 @@
-"""API keys and what each may reach (spec.md, Authentication; DESIGN.md, API keys).
+"""API keys and what each may reach (the specification, Authentication; the design notes, API keys).
 
 The simulated service has one account: a user who belongs to one organization.
 

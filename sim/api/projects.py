@@ -1,4 +1,4 @@
-"""Routes of projects and branches: the minimal real-shaped set of DESIGN.md.
+"""Routes of projects and branches: the minimal real-shaped set of the design notes.
 
 A project lists only where the key reaches; creating or deleting one needs a
 personal or organization key (a project-scoped key gets 403).

@@ -3,7 +3,7 @@
 Requests refuse unknown fields and take values in their JSON types only (no
 "5" for 5); fields of the official document that a model does not declare
 are accepted, checked and kept (`documented`). They check shapes, never the
-rules of spec.md: sizes, timeouts, states and the one-primary rule are the
+rules of the specification: sizes, timeouts, states and the one-primary rule are the
 engine's, so a value of the right type always reaches the control plane,
 which accepts it or says why not.
 Field names and shapes follow the real API v2 (and the official client's

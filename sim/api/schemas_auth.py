@@ -1,4 +1,4 @@
-"""Request and response bodies of managed auth (spec.md #1-#16) and its two /_sim calls.
+"""Request and response bodies of managed auth (the specification #1-#16) and its two /_sim calls.
 
 As in `schemas`: requests refuse unknown fields and take JSON types only, and
 check shapes, never rules (a provider other than `stack`, an email address, a

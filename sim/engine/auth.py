@@ -1,4 +1,4 @@
-"""Managed auth administration (spec.md #1-#16): integrations, SDK keys, users,
+"""Managed auth administration (the specification #1-#16): integrations, SDK keys, users,
 OAuth providers, the redirect whitelist and the email server.
 
 `ManagedAuth` hangs off the ControlPlane (`cp.auth`); its verbs are named after

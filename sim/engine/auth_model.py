@@ -1,7 +1,7 @@
-"""Managed auth resources: plain state and the JSON shapes spec.md gives them.
+"""Managed auth resources: plain state and the JSON shapes the specification gives them.
 
 Secrets (secret_server_key, client_secret, the SMTP password, a transfer code)
-never show in repr() and only in the responses spec.md shows them in.
+never show in repr() and only in the responses the specification shows them in.
 """
 
 from __future__ import annotations

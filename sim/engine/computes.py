@@ -1,4 +1,4 @@
-"""Compute verbs of the control plane, named after the API actions (spec.md #17-#21).
+"""Compute verbs of the control plane, named after the API actions (the specification #17-#21).
 
 Every verb validates the whole request before it changes anything, so a
 refusal (an ApiError) leaves the state as it was.
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 DEFAULT_MIN_CU = 0.25
 DEFAULT_MAX_CU = 2.0
-POOLER_MODES = ("transaction",)  # the only value spec.md shows
+POOLER_MODES = ("transaction",)  # the only value the specification shows
 
 #: settings a create or update body may carry (beyond branch_id and type)
 EDITABLE = frozenset({
@@ -32,7 +32,7 @@ EDITABLE = frozenset({
     "pooler_enabled", "pooler_mode", "settings", "disabled", "passwordless_access",
     "provisioner", "name", "pool_size", "region_id",
 })
-#: changes that restart an active compute and drop its connections (spec.md, compute changes)
+#: changes that restart an active compute and drop its connections (the specification, compute changes)
 RESTARTING = frozenset({"autoscaling_limit_min_cu", "autoscaling_limit_max_cu", "branch_id"})
 
 
@@ -236,7 +236,7 @@ class ComputeVerbs:
 
     def _apply(self: ControlPlane, c: Compute, spec: ComputeSpec, target: Branch | None,
                changed: set[str]) -> list[Operation]:
-        """Console edits take effect immediately (spec.md, compute changes #4)."""
+        """Console edits take effect immediately (the specification, compute changes #4)."""
         now = self.env.now
         was_on = c.current_state == ACTIVE
         c.autoscaling_limit_min_cu, c.autoscaling_limit_max_cu = spec.min_cu, spec.max_cu

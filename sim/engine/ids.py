@@ -1,9 +1,9 @@
 """Identifiers shaped like the real service's, drawn from seeded streams.
 
 Projects look like `shy-river-12345678`, branches `br-...`, computes `ep-...`
-(spec.md: a compute id always starts with `ep-`), operations are UUIDs. Every
+(the specification: a compute id always starts with `ep-`), operations are UUIDs. Every
 id ever issued is remembered, so a compute created after a deletion always
-gets different connection details (spec.md, compute changes #6).
+gets different connection details (the specification, compute changes #6).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Time-driven life of computes and storage: waking, suspending, detaching, archiving.
 
-These are the behaviours behind spec.md's operation actions start_compute,
+These are the behaviours behind the specification's operation actions start_compute,
 suspend_compute, tenant_detach, tenant_reattach, timeline_archive,
 timeline_unarchive and check_availability. Each action is produced here by
-the behaviour its row of spec.md describes, and nowhere else.
+the behaviour its row of the specification describes, and nowhere else.
 """
 
 from __future__ import annotations

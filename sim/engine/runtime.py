@@ -409,7 +409,7 @@ class ComputeRuntime:
             self.cpu_load = self.mem_load = 0.0
 
     def _resize(self) -> None:
-        """An automatic resize: no restart, no dropped connection (spec.md #3)."""
+        """An automatic resize: no restart, no dropped connection (the specification #3)."""
         self.resize_at = None
         c = self.c
         self._expire_load(self.env.now)

@@ -1,4 +1,4 @@
-"""The rules of spec.md, pure and clock-free: sizes, limits, states, errors.
+"""The rules of the specification, pure and clock-free: sizes, limits, states, errors.
 
 Nothing here imports SimPy, an HTTP library or pandas, and nothing reads a clock.
 """

@@ -1,4 +1,4 @@
-"""Managed auth administration (spec.md #1-#16): the pure rules.
+"""Managed auth administration (the specification #1-#16): the pure rules.
 
 Which providers exist, what a valid user, OAuth provider, redirect domain and
 email server look like, and the names of the synced users table. No SimPy, no
@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from sim.rules.errors import invalid
 
-#: spec.md: "Currently the only supported auth provider value is `stack`."
+#: the specification: "Currently the only supported auth provider value is `stack`."
 AUTH_PROVIDERS: tuple[str, ...] = ("stack",)
 #: the external OAuth providers an auth project can sign users in with
 OAUTH_PROVIDER_IDS: tuple[str, ...] = ("github", "google", "microsoft", "vercel")
@@ -25,7 +25,7 @@ DEFAULT_ROLE_NAME = "svcdb_owner"
 SCHEMA_NAME = "svc_auth"
 TABLE_NAME = "users_sync"
 
-USER_NAME_MAX = 255  # spec.md, Limits: name (create user) 1 to 255 characters
+USER_NAME_MAX = 255  # the specification, Limits: name (create user) 1 to 255 characters
 EMAIL_MAX = 254  # RFC 5321 path limit
 IDENTIFIER_MAX = 63  # Postgres NAMEDATALEN - 1
 TEXT_MAX = 255  # credentials, SMTP username, sender name
@@ -36,7 +36,7 @@ PROVIDER_APP = {"stack": "https://app.stack-auth.sim"}
 
 
 class OwnedBy(StrEnum):
-    """Who owns the provider project (DESIGN.md: `user` once a transfer is confirmed)."""
+    """Who owns the provider project (the design notes: `user` once a transfer is confirmed)."""
 
     SERVICE = "svc"
     USER = "user"

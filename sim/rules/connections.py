@@ -1,4 +1,4 @@
-"""Connection limits (spec.md, Limits): max_connections per size and the pooler."""
+"""Connection limits (the specification, Limits): max_connections per size and the pooler."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from sim.rules.sizes import VALID_CU
 
-#: spec.md's table for fixed sizes; 9 to 38 CU all give 4000.
+#: the specification's table for fixed sizes; 9 to 38 CU all give 4000.
 MAX_CONNECTIONS_TABLE: dict[float, int] = {
     0.25: 112,
     0.5: 225,
@@ -19,7 +19,7 @@ MAX_CONNECTIONS_TABLE: dict[float, int] = {
     7.0: 3154,
     8.0: 3604,
 }
-MAX_CONNECTIONS_CAP = 4000  # 9..38 CU; also assumed above 38 CU (not shown in spec.md)
+MAX_CONNECTIONS_CAP = 4000  # 9..38 CU; also assumed above 38 CU (not shown in the specification)
 
 POOLER_MAX_CLIENTS = 10_000  # pooled: concurrent client connections
 DEFAULT_POOL_SHARE = 0.9  # server pool = 90% of max_connections (assumption, see docs/model.md)
@@ -29,7 +29,7 @@ SQLSTATE_DISK_FULL = "53100"
 
 
 class AutoscalingConnections(StrEnum):
-    """Which end of an autoscaling range sets max_connections (spec.md: not shown)."""
+    """Which end of an autoscaling range sets max_connections (the specification: not shown)."""
 
     MAX = "max"
     MIN = "min"

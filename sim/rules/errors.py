@@ -3,7 +3,7 @@
 It carries what an HTTP response needs (status, short code, message) and the
 field the refusal is about, so the scenario runner, the HTTP layer and the
 tests all report the same thing. The helpers below name the statuses of
-DESIGN.md's error table once, so a rule never spells a status code itself.
+the design notes' error table once, so a rule never spells a status code itself.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Operation actions of spec.md, with the words the console shows."""
+"""Operation actions of the specification, with the words the console shows."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def action_words(action: str) -> str:
     return action.replace("_", " ").capitalize()
 
 
-#: Console labels of operation statuses (spec.md: OK, Scheduling, In progress, Error).
+#: Console labels of operation statuses (the specification: OK, Scheduling, In progress, Error).
 STATUS_LABELS: dict[str, str] = {
     "finished": "OK",
     "scheduling": "Scheduling",

@@ -1,4 +1,4 @@
-"""Compute sizes and the resources a size brings (spec.md, Limits).
+"""Compute sizes and the resources a size brings (the specification, Limits).
 
 One compute unit (CU) is 1 vCPU and 4 GB of RAM. Sizes are quantised: only the
 values of VALID_CU exist. A compute is either fixed (min == max, any valid CU
@@ -37,7 +37,7 @@ class Plan(StrEnum):
     BUSINESS = "business"
 
 
-#: Largest compute a plan allows. spec.md: free is capped at 2 vCPU / 8 GB;
+#: Largest compute a plan allows. the specification: free is capped at 2 vCPU / 8 GB;
 #: paid plans allow larger (the limits of the size table apply).
 PLAN_MAX_CU: dict[Plan, float] = {
     Plan.FREE: 2.0,

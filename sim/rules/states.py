@@ -1,4 +1,4 @@
-"""State tables of spec.md as data: compute current_state and operation status.
+"""State tables of the specification as data: compute current_state and operation status.
 
 The engine moves resources only along these tables (`check_*` raise on any
 other move) and the tests read the same tables, so a change to a row shows up
@@ -29,7 +29,7 @@ class OperationStatus(StrEnum):
 
 class ComputeType(StrEnum):
     READ_WRITE = "read_write"
-    READ_ONLY = "read_only"  # spec.md does not show the replica value; DESIGN.md
+    READ_ONLY = "read_only"  # the specification does not show the replica value; the design notes
 
 
 class Transition(NamedTuple):
@@ -39,7 +39,7 @@ class Transition(NamedTuple):
     also: str  # the operation(s) the transition produces, "" if none
 
 
-#: spec.md "Compute current_state", plus DESIGN.md's fill-ins (init -> active,
+#: the specification "Compute current_state", plus the design notes' fill-ins (init -> active,
 #: suspend/start calls, autoscaling resize, restart of an idle compute refused).
 COMPUTE_TRANSITIONS: tuple[Transition, ...] = (
     Transition(None, "create", ComputeState.INIT.value, "start_compute"),
@@ -59,15 +59,15 @@ COMPUTE_TRANSITIONS: tuple[Transition, ...] = (
     Transition(ComputeState.ACTIVE.value, "autoscale", ComputeState.ACTIVE.value, ""),
 )
 
-#: Triggers that need the compute active (spec.md Errors #2: restart of a
+#: Triggers that need the compute active (the specification Errors #2: restart of a
 #: compute that is not active is unsupported; wake it first).
 REQUIRES_ACTIVE = frozenset({"restart"})
 
-#: spec.md "Operation status" plus DESIGN.md's flow.
+#: the specification "Operation status" plus the design notes' flow.
 OPERATION_TRANSITIONS: frozenset[tuple[str, str]] = frozenset(
     {
         ("scheduling", "running"),
-        ("scheduling", "finished"),  # spec.md: seen when polling start_compute
+        ("scheduling", "finished"),  # the specification: seen when polling start_compute
         ("scheduling", "cancelling"),
         ("scheduling", "skipped"),
         ("running", "finished"),

@@ -1,10 +1,10 @@
-"""Scale to zero: what suspend_timeout_seconds means (DESIGN.md fills spec.md's gap)."""
+"""Scale to zero: what suspend_timeout_seconds means (the design notes fills the specification's gap)."""
 
 from __future__ import annotations
 
 from sim.rules.errors import invalid
 
-DEFAULT_SUSPEND_TIMEOUT_S = 300  # spec.md: suspends after 5 minutes of inactivity
+DEFAULT_SUSPEND_TIMEOUT_S = 300  # the specification: suspends after 5 minutes of inactivity
 NEVER = -1
 MIN_SUSPEND_TIMEOUT_S = 60
 MAX_SUSPEND_TIMEOUT_S = 604_800  # one week

@@ -1,4 +1,4 @@
-"""How computes may sit on a branch (spec.md: one read-write compute per branch).
+"""How computes may sit on a branch (the specification: one read-write compute per branch).
 
 The scenario schema checks a template's branches with this before a run; the
 control plane checks a create or a move of a compute with it during one.

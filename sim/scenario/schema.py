@@ -68,7 +68,7 @@ NonNegative = Annotated[float, Field(ge=0)]
 PlanName = Literal["free", "launch", "scale", "business"]
 _ENGINE = EngineConfig()
 DEFAULT_START = datetime(2026, 1, 5, tzinfo=UTC)
-MAX_COUNT = 1_000_000  # projects from one template; a sanity bound, not a rule of spec.md
+MAX_COUNT = 1_000_000  # projects from one template; a sanity bound, not a rule of the specification
 
 
 def api_reason(err: ApiError) -> str:

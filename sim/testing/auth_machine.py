@@ -1,4 +1,4 @@
-"""A Hypothesis state machine for managed auth (spec.md #1-#16) against a tiny model.
+"""A Hypothesis state machine for managed auth (the specification #1-#16) against a tiny model.
 
 The machine drives a *driver* (the engine verbs here; the HTTP layer can
 supply its own driver with the same methods) and a dict model side by side.
@@ -8,7 +8,7 @@ reports one) and must change nothing; a success is applied to the model. The
 invariants compare every listing, the email server and the synced users table
 with the model after every step.
 
-Drivers return the JSON shapes of spec.md and raise `ApiError` on refusals.
+Drivers return the JSON shapes of the specification and raise `ApiError` on refusals.
 """
 
 from __future__ import annotations

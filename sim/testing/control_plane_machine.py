@@ -1,10 +1,10 @@
-"""A Hypothesis state machine: the ControlPlane beside a small model of spec.md's rules.
+"""A Hypothesis state machine: the ControlPlane beside a small model of the specification's rules.
 
-The model keeps what spec.md decides on its own terms: which compute sits on
+The model keeps what the specification decides on its own terms: which compute sits on
 which branch with which type, every host ever handed out, each connection the
 machine opened, and the calls that cut connections. From that and what the
 API shows (current_state, pending_state, the operations list) it predicts the
-answer of every call: success with the operations spec.md names, or a refusal
+answer of every call: success with the operations the specification names, or a refusal
 with an exact status (409 a second read_write on a branch, 422 restart of a
 compute that is not active, 423 an operation of the compute not finished).
 A refusal must leave the whole state as it was (`state_digest`).
@@ -174,7 +174,7 @@ class ControlPlaneMachine(RuleBasedStateMachine):
         return [o for o in self.project.operations if o.endpoint_id == cid]
 
     def locked(self, cid: str) -> bool:
-        """spec.md / DESIGN.md: 423 while an operation on the compute has not ended."""
+        """the specification / the design notes: 423 while an operation on the compute has not ended."""
         return any(o.status not in TERMINAL_STATUSES for o in self.ops_of(cid))
 
     def primary_on(self, branch: str) -> str | None:
@@ -259,7 +259,7 @@ class ControlPlaneMachine(RuleBasedStateMachine):
         actions = [o.action for o in done[1]]
         if size == m.size:
             assert actions == []
-        elif was_active:  # spec.md: a size or autoscaling edit restarts and drops connections
+        elif was_active:  # the specification: a size or autoscaling edit restarts and drops connections
             assert actions == ["apply_config", "suspend_compute", *self.wake_actions(cid)]
             self.cut(cid)
         else:

@@ -15,7 +15,7 @@ window. The grid, not the caller, decides how the Generator is consumed, so
   distribution.
 
 The grid only holds if nothing else draws from the Generator between chunks:
-give arrivals a stream of their own (DESIGN.md, one named stream per use).
+give arrivals a stream of their own (the design notes, one named stream per use).
 """
 
 from __future__ import annotations

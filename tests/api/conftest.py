@@ -39,7 +39,7 @@ def make_project(api: SimClient, name: str = "shop", **fields: Any) -> dict[str,
 
 def wait_finished(api: SimClient, project_id: str, operation_id: str, step: float = 5.0,
                   tries: int = 60) -> dict[str, Any]:
-    """Poll an operation as spec.md says (about every 5 s), advancing the manual clock."""
+    """Poll an operation as the specification says (about every 5 s), advancing the manual clock."""
     for _ in range(tries):
         op = api.get(f"projects/{project_id}/operations/{operation_id}").json()["operation"]
         if op["status"] == "finished":

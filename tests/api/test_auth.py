@@ -1,5 +1,5 @@
-"""Managed auth over HTTP (spec.md #1-#16): every endpoint's success, exactly as spec.md shapes it,
-and the synced users table seen through /_sim/auth/query as simulated time passes."""
+"""Managed auth over HTTP (#1-#16): every endpoint's success, exactly as the specification
+shapes it, and the synced users table seen through /_sim/auth/query as simulated time passes."""
 
 from __future__ import annotations
 

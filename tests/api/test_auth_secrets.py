@@ -1,4 +1,4 @@
-"""Secrets of managed auth leave only in the answers spec.md shows them in (#1, #3, #9, #10, #16).
+"""Secrets of managed auth leave only in the answers the specification shows them in (#1, #3, #9, #10, #16).
 
 Never in a listing, a refusal, a log line (captured at DEBUG), the console
 page or its data, a /_sim answer, a repr, or the files of a scenario run
@@ -37,7 +37,7 @@ def test_secrets_stay_out_of_every_other_channel(api: SimClient, caplog: pytest.
     caplog.set_level(logging.DEBUG)
     made = make_project(api, "secrets")
     pid, bid = made["project"]["id"], made["branch"]["id"]
-    shown: list[str] = []  # answers that may carry secrets (spec.md shows them there)
+    shown: list[str] = []  # answers that may carry secrets (the specification shows them there)
     secrets: set[str] = {OAUTH_SECRET, OAUTH_SECRET_2, SMTP_PASSWORD}
 
     first = integrate(api, {"project_id": pid, "branch_id": bid})
@@ -52,7 +52,7 @@ def test_secrets_stay_out_of_every_other_channel(api: SimClient, caplog: pytest.
     shown.append(r.text)
     r = api.patch(f"{base}/email_server", json={**SMTP, "password": SMTP_PASSWORD})
     shown.append(r.text)
-    assert all(leaks(text, secrets) for text in shown)  # they are there, where spec.md says
+    assert all(leaks(text, secrets) for text in shown)  # they are there, where the specification says
 
     seen: list[str] = []  # everything else a client, a log or a file can see
     refused = [  # refusals that carry a secret in the request

@@ -1,5 +1,5 @@
 """Managed auth in the engine: integrations, SDK keys, users and their sync,
-ownership transfer, deletion, determinism (spec.md #1-#7)."""
+ownership transfer, deletion, determinism (the specification #1-#7)."""
 
 import json
 

@@ -1,5 +1,5 @@
 """Managed auth settings in the engine: OAuth providers, the redirect whitelist and
-the email server (spec.md #8-#16)."""
+the email server (the specification #8-#16)."""
 
 import pytest
 

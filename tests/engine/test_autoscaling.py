@@ -1,4 +1,4 @@
-"""The autoscaler: CU follows the load of open sessions, without restart or drop (spec.md #3)."""
+"""The autoscaler: CU follows the load of open sessions, without restart or drop (the specification #3)."""
 
 from __future__ import annotations
 

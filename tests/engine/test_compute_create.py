@@ -1,4 +1,4 @@
-"""Creating, placing and deleting computes (spec.md: Compute current_state, endpoints #17-#20)."""
+"""Creating, placing and deleting computes (the specification: Compute current_state, endpoints #17-#20)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""max_connections, the pooler and the local disk (spec.md, Limits; SQLSTATE 53300 / 53100)."""
+"""max_connections, the pooler and the local disk (the specification, Limits; SQLSTATE 53300 / 53100)."""
 
 from __future__ import annotations
 

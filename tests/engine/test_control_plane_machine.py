@@ -1,4 +1,4 @@
-"""The control plane against a model of spec.md's rules (sim/testing/control_plane_machine.py).
+"""The control plane against a model of the specification's rules (sim/testing/control_plane_machine.py).
 
 Settings come from the profile named by HYPOTHESIS_PROFILE (tests/conftest.py).
 """

@@ -1,4 +1,4 @@
-"""Operations: failures and retries, locks, terminal statuses, pagination (spec.md #22-#23)."""
+"""Operations: failures and retries, locks, terminal statuses, pagination (the specification #22-#23)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Restarts, edits of a compute, and compute releases (spec.md: Behavior of compute changes)."""
+"""Restarts, edits of a compute, and compute releases (the specification: Behavior of compute changes)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_a_connection_during_a_restart_waits_for_the_restart_own_start():
     _, ops = cp.restart_compute(project.id, c.id)
     cp.run_until(t + OP + COLD / 2)  # suspended, the restart's start_compute running
     assert ops[1].status == "running"
-    assert c.pending_state == "active"  # spec.md: pending_state shows while a change is underway
+    assert c.pending_state == "active"  # the specification: pending_state shows while a change is underway
     assert cp.connect(project.id, c.id, 30) == ["waiting"]
     assert len(ops_of(cp, c, "start_compute")) == 2  # creation's and the restart's, no third
     cp.run_until(t + OP + COLD + 0.01)

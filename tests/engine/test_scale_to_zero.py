@@ -1,4 +1,4 @@
-"""Scale to zero, waking, and background checks (spec.md: compute states; DESIGN.md timeouts).
+"""Scale to zero, waking, and background checks (compute states and timeouts).
 
 Timeline of `running_compute`: create_timeline 0..OP, start_compute OP..OP+COLD;
 the compute is active from ACTIVE_AT and its countdown runs from there.

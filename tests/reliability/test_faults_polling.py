@@ -24,7 +24,7 @@ from sim.api import SimClient, SimServer, in_process_client
 from sim.scenario.loader import parse_scenario
 from tests.reliability.conftest import SEED
 
-POLL_S = 5.0  # spec.md: poll at about 5-second intervals
+POLL_S = 5.0  # the specification: poll at about 5-second intervals
 RETRIED = (423, 503)
 
 

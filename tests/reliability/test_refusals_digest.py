@@ -380,7 +380,7 @@ def test_a_refusal_changes_nothing(data: st.DataObject, figures: Figures) -> Non
 
 
 def known_refusals(world: World) -> list[tuple[str, Call, int]]:
-    """(key kind, call, status) for each refusal DESIGN.md names, aimed at the world's state."""
+    """(key kind, call, status) for each refusal the design notes names, aimed at the world's state."""
     p, main, dev = world.project_id, world.main_branch_id, world.dev_branch_id
     ep = f"projects/{p}/endpoints"
     rw_on_main = {"endpoint": {"branch_id": main, "type": "read_write"}}

@@ -1,5 +1,5 @@
-"""spec.md, Limits: max_connections by compute size, the autoscaling rule
-(DESIGN.md: from the maximum, configurable), the default pool and the pooler cap."""
+"""the specification, Limits: max_connections by compute size, the autoscaling rule
+(the design notes: from the maximum, configurable), the default pool and the pooler cap."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from sim.rules.connections import (
 )
 from sim.rules.sizes import VALID_CU
 
-#: spec.md's table, column by column.
+#: the specification's table, column by column.
 SPEC_TABLE = [
     (0.25, 112),
     (0.5, 225),

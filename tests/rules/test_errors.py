@@ -1,4 +1,4 @@
-"""DESIGN.md's error table: each helper of sim.rules.errors and its status."""
+"""the design notes' error table: each helper of sim.rules.errors and its status."""
 
 from __future__ import annotations
 

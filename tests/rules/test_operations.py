@@ -1,4 +1,4 @@
-"""spec.md, Operation: the 13 actions, console words and status labels."""
+"""the specification, Operation: the 13 actions, console words and status labels."""
 
 from __future__ import annotations
 
@@ -76,8 +76,8 @@ def test_compute_actions_carry_endpoint_id():
         ("scheduling", "Scheduling"),
         ("running", "In progress"),
         ("failed", "Error"),
-        ("cancelled", "Cancelled"),  # DESIGN.md
-        ("skipped", "Skipped"),  # DESIGN.md
+        ("cancelled", "Cancelled"),  # the design notes
+        ("skipped", "Skipped"),  # the design notes
     ],
 )
 def test_status_label(status, label):

@@ -1,4 +1,4 @@
-"""spec.md, Limits: valid CU values, fixed/autoscaling ranges, shared compute,
+"""the specification, Limits: valid CU values, fixed/autoscaling ranges, shared compute,
 vCPU/RAM/LFC per CU, local temporary disk, plan caps, and step_up."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from sim.rules.sizes import (
 MIN_FIELD = "autoscaling_limit_min_cu"
 MAX_FIELD = "autoscaling_limit_max_cu"
 
-#: spec.md: "0.25, 0.5, every integer 1 to 16, every even integer 18 to 56"
+#: the specification: "0.25, 0.5, every integer 1 to 16, every even integer 18 to 56"
 SPEC_VALID_CU = [0.25, 0.5, *range(1, 17), *range(18, 57, 2)]
 AUTOSCALING_CU = [v for v in SPEC_VALID_CU if v <= 16]
 ABOVE_16 = list(range(18, 57, 2))

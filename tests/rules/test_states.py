@@ -1,5 +1,5 @@
-"""spec.md, States and transitions: compute current_state and operation status
-(with DESIGN.md's operation status flow)."""
+"""the specification, States and transitions: compute current_state and operation status
+(with the design notes' operation status flow)."""
 
 from __future__ import annotations
 
@@ -40,11 +40,11 @@ def test_compute_states_are_exactly_init_idle_active():
 
 def test_compute_types():
     assert ComputeType.READ_WRITE.value == "read_write"
-    assert ComputeType.READ_ONLY.value == "read_only"  # DESIGN.md: replica type
+    assert ComputeType.READ_ONLY.value == "read_only"  # the design notes: replica type
     assert len(ComputeType) == 2
 
 
-#: spec.md's table: (source, trigger, target, operation it produces).
+#: the specification's table: (source, trigger, target, operation it produces).
 SPEC_COMPUTE_ROWS = [
     pytest.param(None, "create", "init", "start_compute", id="create->init"),
     pytest.param("idle", "connection", "active", "start_compute", id="idle+connection->active"),
@@ -75,11 +75,11 @@ def test_inactivity_suspends_exactly():
 
 
 def test_restart_is_suspend_then_start():
-    # DESIGN.md: restart returns a suspend_compute then a start_compute operation
+    # the design notes: restart returns a suspend_compute then a start_compute operation
     assert compute_transition("active", "restart").also == "suspend_compute,start_compute"
 
 
-#: DESIGN.md fill-ins, pinned as well so that a change shows up here.
+#: the design notes fill-ins, pinned as well so that a change shows up here.
 DESIGN_COMPUTE_ROWS = [
     pytest.param("init", "start_finished", "active", "", id="init+start_finished->active"),
     pytest.param("active", "suspend", "idle", "suspend_compute", id="active+suspend_call->idle"),
@@ -161,12 +161,12 @@ def test_failed_is_not_terminal_and_can_run_again():
 
 
 def test_scheduling_to_finished_allowed():
-    # spec.md's one row: seen when polling a start_compute operation
+    # the specification's one row: seen when polling a start_compute operation
     assert can_move_operation("scheduling", "finished")
     check_operation_move("scheduling", "finished")
 
 
-#: DESIGN.md's flow: scheduling -> running -> finished; fault -> failed, retried;
+#: the design notes' flow: scheduling -> running -> finished; fault -> failed, retried;
 #: cancelling -> cancelled; skipped when superseded.
 EXPECTED_MOVES = {
     ("scheduling", "running"),

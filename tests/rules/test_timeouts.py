@@ -1,5 +1,5 @@
-"""DESIGN.md fills spec.md's gap: suspend_timeout_seconds 0 = default (300 s,
-spec.md's 5 minutes), -1 = never, otherwise 60..604800."""
+"""the design notes fills the specification's gap: suspend_timeout_seconds 0 = default (300 s,
+the specification's 5 minutes), -1 = never, otherwise 60..604800."""
 
 from __future__ import annotations
 

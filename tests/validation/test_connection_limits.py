@@ -1,6 +1,6 @@
 """Direct connections against Erlang-B, and Little's law, at three fixed sizes.
 
-c = max_connections of the size (spec.md's table), offered load a = lam E[D]
+c = max_connections of the size (the specification's table), offered load a = lam E[D]
 near c, scale to zero off (-1) so the compute never stops. The engine is an
 M/G/c/c loss system: the refused share is B(c, a) whatever the law of D,
 and mean open connections is a (1 - B(c, a)).

@@ -1,4 +1,4 @@
-"""Scale to zero against its closed form (DESIGN.md, checks that keep the model honest).
+"""Scale to zero against its closed form (the design notes, checks that keep the model honest).
 
 With cold start and operation durations 0, Poisson arrivals at lam, sessions
 of mean E[D] and timeout T, the engine's compute is on exactly while an
