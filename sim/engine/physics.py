@@ -245,6 +245,20 @@ def _submit(f, i, action, lane, op_action, op_created, op_status, op_failures, o
 
 
 @njit(cache=True, inline="always")
+def _activated(f, i, p, valid, arr, dur, cpu, mem, tmp, waiting, open_ends, server_ends,
+               client_ends, temp, load, rec_idx, rec_wait, rec_outcome, rec_cold):
+    """ComputeRuntime.activated: the countdown restarts, everyone who waited is admitted."""
+    now = f[NOW]
+    f[QUIET_SINCE] = now
+    _expire(f, open_ends, server_ends, client_ends, temp, load, now)
+    for s in waiting:
+        _admit(f, i, p, valid, s, arr[s], now, dur[s], cpu[s], mem[s], tmp[s], True,
+               open_ends, server_ends, client_ends, temp, load,
+               rec_idx, rec_wait, rec_outcome, rec_cold)
+    waiting.clear()
+
+
+@njit(cache=True, inline="always")
 def _wake(f, i, cause, sp_start, lane, op_action, op_created, op_status, op_failures,
           op_updated, op_finished, op_sched, rng, dk, da, db):
     """Lifecycle.wake: heading for active, a start_compute submitted."""
@@ -349,16 +363,9 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
             until = A0
         f[TICK_T] = p[P_TICK0] + every
         f[TICK_SCHED] = p[P_TICK0]
-        # the first activation, as `ComputeRuntime.activated` does it
-        f[NOW] = A0
-        now = f[NOW]
-        f[QUIET_SINCE] = now
-        _expire(f, open_ends, server_ends, client_ends, temp, load, now)
-        for s in waiting:
-            _admit(f, i, p, valid, s, arr[s], now, dur[s], cpu[s], mem[s], tmp[s], True,
-                   open_ends, server_ends, client_ends, temp, load,
-                   rec_idx, rec_wait, rec_outcome, rec_cold)
-        waiting.clear()
+        f[NOW] = A0  # the first activation
+        _activated(f, i, p, valid, arr, dur, cpu, mem, tmp, waiting, open_ends, server_ends,
+                   client_ends, temp, load, rec_idx, rec_wait, rec_outcome, rec_cold)
         i[ON] = 1
         sp_start[0] = -INF  # the creation's span: the caller knows where it began
         i[N_SPAN] = 0
@@ -505,13 +512,9 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
                 wk_wait[w] = now - f[WAKE_AT]
                 i[N_WAKE] = w + 1
                 f[WAKE_AT] = INF
-                f[QUIET_SINCE] = now
-                _expire(f, open_ends, server_ends, client_ends, temp, load, now)
-                for s in waiting:
-                    _admit(f, i, p, valid, s, arr[s], now, dur[s], cpu[s], mem[s], tmp[s], True,
-                           open_ends, server_ends, client_ends, temp, load,
-                           rec_idx, rec_wait, rec_outcome, rec_cold)
-                waiting.clear()
+                _activated(f, i, p, valid, arr, dur, cpu, mem, tmp, waiting, open_ends,
+                           server_ends, client_ends, temp, load, rec_idx, rec_wait, rec_outcome,
+                           rec_cold)
             elif a == SUSPEND:
                 # Lifecycle._suspended
                 i[CUR] = IDLE
