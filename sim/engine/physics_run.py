@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import repeat
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -325,16 +326,16 @@ def apply_advanced(cp: ControlPlane, adv: Advanced) -> list[Operation]:
             new = out["wk_wait"][:n_wake]
             waits[c.id] = np.concatenate((waits[c.id], new)) if c.id in waits else new.copy()
         return []
-    cp.recorder.intervals.extend(
-        StateInterval(c.id, c.project_id, _STATES[st], cu, a, b)
-        for st, cu, a, b in zip(out["iv_state"][:n_iv].tolist(), out["iv_cu"][:n_iv].tolist(),
-                                out["iv_start"][:n_iv].tolist(), out["iv_end"][:n_iv].tolist(),
-                                strict=True))
-    cp.recorder.wakes.extend(
-        WakeRecord(c.id, c.project_id, at, _CAUSES[cause], wait)
-        for at, cause, wait in zip(out["wk_at"][:n_wake].tolist(),
-                                   out["wk_cause"][:n_wake].tolist(),
-                                   out["wk_wait"][:n_wake].tolist(), strict=True))
+    # rows built by map(_make, zip(...)): no Python frame per row (a fleet has millions)
+    cid, pid = repeat(c.id, n_iv), repeat(c.project_id, n_iv)
+    cp.recorder.intervals.extend(map(StateInterval._make, zip(
+        cid, pid, map(_STATES.__getitem__, out["iv_state"][:n_iv].tolist()),
+        out["iv_cu"][:n_iv].tolist(), out["iv_start"][:n_iv].tolist(),
+        out["iv_end"][:n_iv].tolist(), strict=True)))
+    cp.recorder.wakes.extend(map(WakeRecord._make, zip(
+        repeat(c.id, n_wake), repeat(c.project_id, n_wake), out["wk_at"][:n_wake].tolist(),
+        map(_CAUSES.__getitem__, out["wk_cause"][:n_wake].tolist()),
+        out["wk_wait"][:n_wake].tolist(), strict=True)))
     return _operations(cp, adv)
 
 
@@ -351,10 +352,10 @@ def _connections(cp: ControlPlane, adv: Advanced) -> None:
         idx, wait, outcome, cold = idx[keep], wait[keep], outcome[keep], cold[keep]
     arrivals = adv.sessions.arrival_s[idx].tolist()
     durations = adv.sessions.duration_s[idx].tolist()
-    cp.recorder.connections.extend(
-        ConnectionRecord(c.id, c.project_id, a, w, d, _OUTCOMES[o], bool(cl))
-        for a, w, d, o, cl in zip(arrivals, wait.tolist(), durations, outcome.tolist(),
-                                  cold.tolist(), strict=True))
+    n = len(arrivals)
+    cp.recorder.connections.extend(map(ConnectionRecord._make, zip(
+        repeat(c.id, n), repeat(c.project_id, n), arrivals, wait.tolist(), durations,
+        map(_OUTCOMES.__getitem__, outcome.tolist()), cold.tolist(), strict=True)))
 
 
 def longest_quiet(starts: np.ndarray, ends: np.ndarray, until: float) -> float:
