@@ -13,7 +13,7 @@ import numpy as np
 
 from sim.engine.runtime import SessionArrays
 from sim.workload.arrivals import ArrivalProcess, chunks
-from sim.workload.sessions import SessionModel
+from sim.workload.sessions import SessionBatch, SessionModel
 
 
 def session_feed(
@@ -27,6 +27,21 @@ def session_feed(
     return SessionFeed(arrivals, sessions, arrival_rng, session_rng, t0, t1)
 
 
+def drawn_sessions(
+    arrivals: ArrivalProcess,
+    sessions: SessionModel,
+    arrival_rng: np.random.Generator,
+    session_rng: np.random.Generator,
+    t0: float,
+    t1: float,
+) -> Iterator[tuple[np.ndarray, SessionBatch]]:
+    """A workload's arrivals window by window, with their sessions: how every road draws it
+    (the engine's feed here, the compute kernel's columns in `sim.scenario.fleetpath_run`)."""
+    for times in chunks(arrivals, arrival_rng, t0, t1):
+        if len(times):
+            yield times, sessions.sample(session_rng, len(times))
+
+
 def _batches(
     arrivals: ArrivalProcess,
     sessions: SessionModel,
@@ -35,11 +50,7 @@ def _batches(
     t0: float,
     t1: float,
 ) -> Iterator[SessionArrays]:
-    for times in chunks(arrivals, arrival_rng, t0, t1):
-        n = len(times)
-        if n == 0:
-            continue
-        batch = sessions.sample(session_rng, n)
+    for times, batch in drawn_sessions(arrivals, sessions, arrival_rng, session_rng, t0, t1):
         yield SessionArrays(
             times.tolist(),
             batch.duration_s.tolist(),

@@ -20,6 +20,7 @@ import numpy as np
 
 from sim.engine.clock import to_us
 from sim.engine.control_plane import ControlPlane
+from sim.engine.feed import drawn_sessions
 from sim.engine.lifecycle import checked_compute
 from sim.engine.model import Compute, Operation
 from sim.engine.physics_run import (
@@ -35,7 +36,6 @@ from sim.engine.physics_run import (
 from sim.scenario.handover import Taken
 from sim.scenario.references import body_references, parse_reference
 from sim.scenario.schema import ComputeSpec, Scenario
-from sim.workload.arrivals import chunks
 
 FLEET_PATH = "fleet path"
 
@@ -60,13 +60,10 @@ def compute_sessions(scenario: Scenario, cp: ControlPlane, c: Compute, spec: Com
     process, model = spec.arrival_process(scenario.start), spec.session_model()
     if process is None or model is None:
         return Sessions.none()
-    arrival_rng = cp.streams.fresh(f"arrivals/{c.key}")
-    session_rng = cp.streams.fresh(f"sessions/{c.key}")
-    parts = []
-    for times in chunks(process, arrival_rng, 0.0, scenario.duration):
-        if len(times):
-            batch = model.sample(session_rng, len(times))
-            parts.append((times, batch.duration_s, batch.cpu, batch.memory_gb, batch.temp_bytes))
+    parts = [(times, b.duration_s, b.cpu, b.memory_gb, b.temp_bytes)
+             for times, b in drawn_sessions(process, model, cp.streams.fresh(f"arrivals/{c.key}"),
+                                            cp.streams.fresh(f"sessions/{c.key}"), 0.0,
+                                            scenario.duration)]
     if not parts:
         return Sessions.none()
     return Sessions(*(np.concatenate([part[j] for part in parts]) for j in range(5)))
