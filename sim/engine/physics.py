@@ -20,17 +20,27 @@ project is run by the SimPy engine instead.
 numba earns its place here: the recurrence is sequential (a k-server queue, a
 heap of session ends), so numpy cannot vectorise it, and in Python it costs
 what the SimPy engine costs.
+
+The loop works on arrays it is given and nothing else: its heaps are arrays
+(`_push` and `_pop` are `heapq`'s own algorithms, so each heap holds its
+items in the very order the engine's lists do), and it is compiled without
+numba's reference counting. With it, every array handed to an inlined helper
+costs an atomic increment and decrement, which took more time than the
+simulation itself.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 
 import numpy as np
 from numba import njit
 
 INF = math.inf
+
+# `_nrt=False`: no reference counting (see above); only `advance` allocates
+_loop = njit(cache=True, _nrt=False)
+_inline = njit(cache=True, inline="always", _nrt=False)
 
 # what a compute lane runs
 START, SUSPEND, CHECK = 0, 1, 2
@@ -53,8 +63,12 @@ N_FLOATS = 24
 # integer state
 (CUR, PENDING, IV_STATE, NEXT_ARR, WAKE_CAUSE, SESSIONS, REFUSED, QUEUED, QUEUE_TIMEOUTS,
  DISK_FULLS, COLD_STARTS, SUSPENDS, PEAK, N_REC, N_OPS, N_IV, N_WAKE, LANE_HEAD, LANE_TAIL,
- OP_EVT_KIND, N_SPAN, ON, TIE, WAITING) = range(24)
-N_INTS = 24
+ OP_EVT_KIND, N_SPAN, ON, TIE, WAITING, N_OPEN, N_SERVER, N_CLIENT, N_TEMP, N_LOAD) = range(29)
+N_INTS = 29
+# the heaps: rows of H, each item a row of three floats compared as Python compares tuples
+# (open, server and client ends are (end, 0, 0); temporary files (end, bytes, 0); load
+# (end, cpu, memory)); the item count of heap h is i[N_OPEN + h]
+OPEN_H, SERVER_H, CLIENT_H, TEMP_H, LOAD_H = range(5)
 # parameters
 (P_A0, P_UNTIL, P_TIMEOUT, P_MAX_CONN, P_POOLED, P_POOL_SIZE, P_QUEUE_TIMEOUT, P_DISK,
  P_MIN_CU, P_MAX_CU, P_FIXED, P_TCPU, P_RAM_TMEM, P_DELAY, P_FAIL_RATE, P_BACKOFF,
@@ -72,7 +86,69 @@ class Out:
              "sp_start", "sp_end", "open_f", "server_f", "client_f", "temp_f", "load_f")
 
 
-@njit(cache=True, inline="always")
+@_inline
+def _less(H, h, a, b):
+    """Row a of heap h sorts before row b, as Python compares tuples."""
+    for c in range(3):
+        if H[h, a, c] != H[h, b, c]:
+            return H[h, a, c] < H[h, b, c]
+    return False
+
+
+@_inline
+def _move(H, h, src, dst):
+    for c in range(3):
+        H[h, dst, c] = H[h, src, c]
+
+
+@_inline
+def _sift_down(H, h, start, pos, scratch):
+    """heapq._siftdown, the item to place held in row `scratch`."""
+    while pos > start:
+        parent = (pos - 1) >> 1
+        if _less(H, h, scratch, parent):
+            _move(H, h, parent, pos)
+            pos = parent
+            continue
+        break
+    _move(H, h, scratch, pos)
+
+
+@_inline
+def _push(H, i, h, x0, x1, x2):
+    """heapq.heappush of (x0, x1, x2) on heap h."""
+    scratch = H.shape[1] - 1
+    H[h, scratch, 0] = x0
+    H[h, scratch, 1] = x1
+    H[h, scratch, 2] = x2
+    pos = i[N_OPEN + h]
+    i[N_OPEN + h] = pos + 1
+    _sift_down(H, h, 0, pos, scratch)
+
+
+@_inline
+def _pop(H, i, h):
+    """heapq.heappop on heap h, whose smallest item (row 0) the caller has read."""
+    end = i[N_OPEN + h] - 1
+    i[N_OPEN + h] = end
+    if end == 0:
+        return
+    scratch = H.shape[1] - 1
+    _move(H, h, end, scratch)
+    # heapq._siftup: the hole goes down to a leaf, then the last item sifts up into it
+    pos = 0
+    child = 1
+    while child < end:
+        right = child + 1
+        if right < end and not _less(H, h, child, right):
+            child = right
+        _move(H, h, child, pos)
+        pos = child
+        child = 2 * pos + 1
+    _sift_down(H, h, 0, pos, scratch)
+
+
+@_inline
 def _step_up(valid, cu):
     for v in valid:
         if v >= cu - 1e-12:
@@ -80,13 +156,13 @@ def _step_up(valid, cu):
     return valid[-1]
 
 
-@njit(cache=True, inline="always")
+@_inline
 def _goal(f, p, valid):
     need = max(f[CPU_LOAD] / p[P_TCPU], f[MEM_LOAD] / p[P_RAM_TMEM], p[P_MIN_CU])
     return min(_step_up(valid, need), p[P_MAX_CU])
 
 
-@njit(cache=True, inline="always")
+@_inline
 def _close_interval(f, i, o_state, o_cu, o_start, o_end, now):
     length = now - f[IV_START]
     if length > 0:
@@ -102,7 +178,7 @@ def _close_interval(f, i, o_state, o_cu, o_start, o_end, now):
     f[IV_START] = now
 
 
-@njit(cache=True, inline="always")
+@_inline
 def _note_state(f, i, o_state, o_cu, o_start, o_end):
     if i[CUR] == i[IV_STATE] and f[CU] == f[IV_CU]:
         return
@@ -111,38 +187,36 @@ def _note_state(f, i, o_state, o_cu, o_start, o_end):
     f[IV_CU] = f[CU]
 
 
-@njit(cache=True, inline="always")
-def _expire_load(f, load, now):
-    while len(load) > 0 and load[0][0] <= now:
-        _, c, m = heapq.heappop(load)
-        f[CPU_LOAD] -= c
-        f[MEM_LOAD] -= m
-    if len(load) == 0:  # keep float sums exact at rest
+@_inline
+def _expire_load(f, i, H, now):
+    while i[N_LOAD] > 0 and H[LOAD_H, 0, 0] <= now:
+        f[CPU_LOAD] -= H[LOAD_H, 0, 1]
+        f[MEM_LOAD] -= H[LOAD_H, 0, 2]
+        _pop(H, i, LOAD_H)
+    if i[N_LOAD] == 0:  # keep float sums exact at rest
         f[CPU_LOAD] = 0.0
         f[MEM_LOAD] = 0.0
 
 
-@njit(cache=True, inline="always")
-def _expire(f, open_ends, server_ends, client_ends, temp, load, now):
-    while len(open_ends) > 0 and open_ends[0] <= now:
-        heapq.heappop(open_ends)
-    while len(server_ends) > 0 and server_ends[0] <= now:
-        heapq.heappop(server_ends)
-    while len(client_ends) > 0 and client_ends[0] <= now:
-        heapq.heappop(client_ends)
-    while len(temp) > 0 and temp[0][0] <= now:
-        f[TEMP_USED] -= heapq.heappop(temp)[1]
-    if len(load) > 0 and load[0][0] <= now:
-        _expire_load(f, load, now)
+@_inline
+def _expire(f, i, H, now):
+    for h in (OPEN_H, SERVER_H, CLIENT_H):
+        while i[N_OPEN + h] > 0 and H[h, 0, 0] <= now:
+            _pop(H, i, h)
+    while i[N_TEMP] > 0 and H[TEMP_H, 0, 0] <= now:
+        f[TEMP_USED] -= H[TEMP_H, 0, 1]
+        _pop(H, i, TEMP_H)
+    if i[N_LOAD] > 0 and H[LOAD_H, 0, 0] <= now:
+        _expire_load(f, i, H, now)
 
 
-@njit(cache=True, inline="always")
+@_inline
 def _load_changed(f, p, valid):
     if f[RESIZE_AT] == INF and _goal(f, p, valid) != f[CU]:
         f[RESIZE_AT] = f[NOW] + p[P_DELAY]
 
 
-@njit(cache=True, inline="always")
+@_inline
 def _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, wait, outcome, cold):
     k = i[N_REC]
     rec_idx[k] = s
@@ -152,39 +226,39 @@ def _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, wait, outcome, cold)
     i[N_REC] = k + 1
 
 
-@njit(cache=True, inline="always")
-def _admit(f, i, p, valid, s, arrival, now, d, c, m, t, cold, open_ends, server_ends,
-           client_ends, temp, load, rec_idx, rec_wait, rec_outcome, rec_cold):
+@_inline
+def _admit(f, i, p, valid, s, arrival, now, d, c, m, t, cold, H, rec_idx, rec_wait,
+           rec_outcome, rec_cold):
     if t > 0.0 and f[TEMP_USED] + t > p[P_DISK]:
         i[DISK_FULLS] += 1  # SQLSTATE 53100: no space left on device
         _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, now - arrival, DISK_FULL, cold)
         return
     if p[P_POOLED] > 0:
         start = now
-        if len(server_ends) >= p[P_POOL_SIZE]:
-            free_at = server_ends[0]
+        if i[N_SERVER] >= p[P_POOL_SIZE]:
+            free_at = H[SERVER_H, 0, 0]
             if free_at - now > p[P_QUEUE_TIMEOUT]:
                 i[QUEUE_TIMEOUTS] += 1
-                heapq.heappush(client_ends, now + p[P_QUEUE_TIMEOUT])
+                _push(H, i, CLIENT_H, now + p[P_QUEUE_TIMEOUT], 0.0, 0.0)
                 _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, now - arrival,
                         QUEUE_TIMEOUT, cold)
                 return
-            heapq.heappop(server_ends)
+            _pop(H, i, SERVER_H)
             start = free_at
             i[QUEUED] += 1
             f[QUEUE_WAIT_S] += free_at - now
         end = start + d
-        heapq.heappush(server_ends, end)
-        heapq.heappush(client_ends, end)
-        held = len(client_ends)
+        _push(H, i, SERVER_H, end, 0.0, 0.0)
+        _push(H, i, CLIENT_H, end, 0.0, 0.0)
+        held = i[N_CLIENT]
     else:
         start = now
         end = now + d
-        heapq.heappush(open_ends, end)
-        held = len(open_ends)
+        _push(H, i, OPEN_H, end, 0.0, 0.0)
+        held = i[N_OPEN]
     if t > 0.0:
         f[TEMP_USED] += t
-        heapq.heappush(temp, (end, t))
+        _push(H, i, TEMP_H, end, t, 0.0)
     i[SESSIONS] += 1
     if held > i[PEAK]:
         i[PEAK] = held
@@ -193,12 +267,12 @@ def _admit(f, i, p, valid, s, arrival, now, d, c, m, t, cold, open_ends, server_
     if (c > 0.0 or m > 0.0) and p[P_FIXED] == 0:
         f[CPU_LOAD] += c
         f[MEM_LOAD] += m
-        heapq.heappush(load, (end, c, m))
+        _push(H, i, LOAD_H, end, c, m)
         _load_changed(f, p, valid)
     _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, start - arrival, OK, cold)
 
 
-@njit(cache=True, inline="always")
+@_inline
 def _draw(rng, kind, a, b):
     if kind == ZERO:
         return 0.0
@@ -209,7 +283,7 @@ def _draw(rng, kind, a, b):
     return rng.lognormal(a, b)
 
 
-@njit(cache=True, inline="always")
+@_inline
 def _try_start(f, i, lane, op_action, op_status, op_updated, rng, dk, da, db):
     """Start the operation at the head of the lane: running, first attempt drawn."""
     k = lane[i[LANE_HEAD]]
@@ -226,7 +300,7 @@ def _try_start(f, i, lane, op_action, op_status, op_updated, rng, dk, da, db):
     i[OP_EVT_KIND] = 1
 
 
-@njit(cache=True, inline="always")
+@_inline
 def _submit(f, i, action, lane, op_action, op_created, op_status, op_failures, op_updated,
             op_finished, op_sched, rng, dk, da, db):
     k = i[N_OPS]
@@ -244,21 +318,21 @@ def _submit(f, i, action, lane, op_action, op_created, op_status, op_failures, o
         _try_start(f, i, lane, op_action, op_status, op_updated, rng, dk, da, db)
 
 
-@njit(cache=True, inline="always")
-def _activated(f, i, p, valid, arr, dur, cpu, mem, tmp, waiting, open_ends, server_ends,
-               client_ends, temp, load, rec_idx, rec_wait, rec_outcome, rec_cold):
+@_inline
+def _activated(f, i, p, valid, arr, dur, cpu, mem, tmp, waiting, H, rec_idx, rec_wait,
+               rec_outcome, rec_cold):
     """ComputeRuntime.activated: the countdown restarts, everyone who waited is admitted."""
     now = f[NOW]
     f[QUIET_SINCE] = now
-    _expire(f, open_ends, server_ends, client_ends, temp, load, now)
-    for s in waiting:
-        _admit(f, i, p, valid, s, arr[s], now, dur[s], cpu[s], mem[s], tmp[s], True,
-               open_ends, server_ends, client_ends, temp, load,
+    _expire(f, i, H, now)
+    for w in range(i[WAITING]):
+        s = waiting[w]
+        _admit(f, i, p, valid, s, arr[s], now, dur[s], cpu[s], mem[s], tmp[s], True, H,
                rec_idx, rec_wait, rec_outcome, rec_cold)
-    waiting.clear()
+    i[WAITING] = 0
 
 
-@njit(cache=True, inline="always")
+@_inline
 def _wake(f, i, cause, sp_start, lane, op_action, op_created, op_status, op_failures,
           op_updated, op_finished, op_sched, rng, dk, da, db):
     """Lifecycle.wake: heading for active, a start_compute submitted."""
@@ -287,9 +361,8 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
     need an order the kernel does not know (nothing after that instant is valid).
     """
     n = len(arr)
-    until = p[P_UNTIL]
     every = p[P_EVERY]
-    n_ticks = int((until - p[P_TICK0]) / every) + 2 if every > 0 else 0
+    n_ticks = int((p[P_UNTIL] - p[P_TICK0]) / every) + 2 if every > 0 else 0
     cap_ops = 2 * (n + n_ticks + 2) + n_ticks + 4
     rec_idx = np.empty(n, np.int64)
     rec_wait = np.empty(n)
@@ -313,29 +386,43 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
     sp_start = np.empty(cap_ops)
     sp_end = np.empty(cap_ops)
     lane = np.empty(cap_ops, np.int64)
+    waiting = np.empty(n, np.int64)
+    # every heap can hold every session and what it was handed, plus a scratch row
+    held = max(len(open0), len(server0), len(client0), len(temp0), len(load0))
+    H = np.zeros((5, n + held + 1, 3))
+    for h, rows in ((OPEN_H, open0), (SERVER_H, server0), (CLIENT_H, client0)):
+        H[h, :len(rows), 0] = rows
+        i[N_OPEN + h] = len(rows)
+    H[TEMP_H, :len(temp0), :2] = temp0
+    i[N_TEMP] = len(temp0)
+    H[LOAD_H, :len(load0), :] = load0
+    i[N_LOAD] = len(load0)
+    i[WAITING] = 0
+    _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiting,
+              rec_idx, rec_wait, rec_outcome, rec_cold,
+              op_action, op_created, op_status, op_failures, op_updated, op_finished, op_sched,
+              iv_state, iv_cu, iv_start, iv_end, wk_at, wk_cause, wk_wait, sp_start, sp_end, lane)
+    # the heaps as they stand, in heap order (what the engine's runtime takes over)
+    open_f = H[OPEN_H, :i[N_OPEN], 0].copy()
+    server_f = H[SERVER_H, :i[N_SERVER], 0].copy()
+    client_f = H[CLIENT_H, :i[N_CLIENT], 0].copy()
+    temp_f = H[TEMP_H, :i[N_TEMP], :2].copy()
+    load_f = H[LOAD_H, :i[N_LOAD], :].copy()
+    return (f, i, rec_idx, rec_wait, rec_outcome, rec_cold,
+            op_action, op_created, op_status, op_failures, op_updated, op_finished, op_sched,
+            iv_state, iv_cu, iv_start, iv_end, wk_at, wk_cause, wk_wait, sp_start, sp_end,
+            open_f, server_f, client_f, temp_f, load_f)
 
-    open_ends = [0.0]
-    open_ends.pop()
-    server_ends = [0.0]
-    server_ends.pop()
-    client_ends = [0.0]
-    client_ends.pop()
-    temp = [(0.0, 0.0)]
-    temp.pop()
-    load = [(0.0, 0.0, 0.0)]
-    load.pop()
-    waiting = [np.int64(0)]
-    waiting.pop()
-    for x in open0:
-        open_ends.append(x)
-    for x in server0:
-        server_ends.append(x)
-    for x in client0:
-        client_ends.append(x)
-    for r in range(len(temp0)):
-        temp.append((temp0[r, 0], temp0[r, 1]))
-    for r in range(len(load0)):
-        load.append((load0[r, 0], load0[r, 1], load0[r, 2]))
+
+@_loop
+def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiting,
+              rec_idx, rec_wait, rec_outcome, rec_cold,
+              op_action, op_created, op_status, op_failures, op_updated, op_finished, op_sched,
+              iv_state, iv_cu, iv_start, iv_end, wk_at, wk_cause, wk_wait, sp_start, sp_end, lane):
+    """The recurrence itself (see `advance`), on arrays `advance` allocated."""
+    n = len(arr)
+    until = p[P_UNTIL]
+    every = p[P_EVERY]
     A0 = p[P_A0]
     T = p[P_TIMEOUT]
     f[STALE_T] = INF
@@ -350,12 +437,13 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
         s = i[NEXT_ARR]
         i[NEXT_ARR] = s + 1
         limit = p[P_POOLER_MAX] if p[P_POOLED] > 0 else p[P_MAX_CONN]
-        if len(waiting) >= limit:
+        if i[WAITING] >= limit:
             i[REFUSED] += 1
             _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, 0.0,
                     REFUSED_POOLER_FULL if p[P_POOLED] > 0 else REFUSED_TOO_MANY, False)
         else:
-            waiting.append(s)
+            waiting[i[WAITING]] = s
+            i[WAITING] += 1
     if p[P_RESUME] == 0:
         if ((i[NEXT_ARR] < n and arr[i[NEXT_ARR]] == A0)
                 or (every > 0 and p[P_TICK0] + every <= A0)):
@@ -364,8 +452,8 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
         f[TICK_T] = p[P_TICK0] + every
         f[TICK_SCHED] = p[P_TICK0]
         f[NOW] = A0  # the first activation
-        _activated(f, i, p, valid, arr, dur, cpu, mem, tmp, waiting, open_ends, server_ends,
-                   client_ends, temp, load, rec_idx, rec_wait, rec_outcome, rec_cold)
+        _activated(f, i, p, valid, arr, dur, cpu, mem, tmp, waiting, H, rec_idx, rec_wait,
+                   rec_outcome, rec_cold)
         i[ON] = 1
         sp_start[0] = -INF  # the creation's span: the caller knows where it began
         i[N_SPAN] = 0
@@ -379,13 +467,13 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
                 d = d_val
             else:
                 d = INF
-                if (T >= 0 and i[CUR] == ACTIVE and i[PENDING] == NONE and len(waiting) == 0
+                if (T >= 0 and i[CUR] == ACTIVE and i[PENDING] == NONE and i[WAITING] == 0
                         and i[LANE_TAIL] == i[LANE_HEAD]):
                     d = max(f[BUSY_UNTIL], f[QUIET_SINCE]) + T
             if d < t:
                 t = d
-            if len(load) > 0 and f[CU] > p[P_MIN_CU] and load[0][0] < t:
-                t = load[0][0]
+            if i[N_LOAD] > 0 and f[CU] > p[P_MIN_CU] and H[LOAD_H, 0, 0] < t:
+                t = H[LOAD_H, 0, 0]
             if f[RESIZE_AT] < t:
                 t = f[RESIZE_AT]
             if t < f[ARMED_AT]:
@@ -421,42 +509,42 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
                 a = arr[s]
                 # connect(): every connection resets the countdown
                 f[QUIET_SINCE] = a
-                _expire(f, open_ends, server_ends, client_ends, temp, load, a)
+                _expire(f, i, H, a)
                 if p[P_POOLED] > 0:
-                    if len(client_ends) + len(waiting) >= p[P_POOLER_MAX]:
+                    if i[N_CLIENT] + i[WAITING] >= p[P_POOLER_MAX]:
                         i[REFUSED] += 1
                         _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, 0.0,
                                 REFUSED_POOLER_FULL, False)
                         continue
-                elif len(open_ends) + len(waiting) >= p[P_MAX_CONN]:
+                elif i[N_OPEN] + i[WAITING] >= p[P_MAX_CONN]:
                     i[REFUSED] += 1
                     _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, 0.0,
                             REFUSED_TOO_MANY, False)
                     continue
                 if i[CUR] != ACTIVE or i[PENDING] != NONE:
-                    waiting.append(s)
+                    waiting[i[WAITING]] = s
+                    i[WAITING] += 1
                     if i[CUR] == IDLE and i[PENDING] == NONE:
                         _wake(f, i, BY_CONNECTION, sp_start, lane, op_action, op_created,
                               op_status, op_failures, op_updated, op_finished, op_sched,
                               rng, dk, da, db)
                     continue
-                _admit(f, i, p, valid, s, a, a, dur[s], cpu[s], mem[s], tmp[s], False,
-                       open_ends, server_ends, client_ends, temp, load,
+                _admit(f, i, p, valid, s, a, a, dur[s], cpu[s], mem[s], tmp[s], False, H,
                        rec_idx, rec_wait, rec_outcome, rec_cold)
-            if len(load) > 0 and load[0][0] <= now:
-                _expire_load(f, load, now)
+            if i[N_LOAD] > 0 and H[LOAD_H, 0, 0] <= now:
+                _expire_load(f, i, H, now)
                 _load_changed(f, p, valid)
             if f[RESIZE_AT] <= now:
                 # an automatic resize: no restart, no dropped connection
                 f[RESIZE_AT] = INF
-                _expire_load(f, load, now)
+                _expire_load(f, i, H, now)
                 if i[CUR] == ACTIVE:
                     g = _goal(f, p, valid)
                     if g != f[CU]:
                         f[CU] = g
                         _note_state(f, i, iv_state, iv_cu, iv_start, iv_end)
             d = INF
-            if (T >= 0 and i[CUR] == ACTIVE and i[PENDING] == NONE and len(waiting) == 0
+            if (T >= 0 and i[CUR] == ACTIVE and i[PENDING] == NONE and i[WAITING] == 0
                     and i[LANE_TAIL] == i[LANE_HEAD]):
                 d = max(f[BUSY_UNTIL], f[QUIET_SINCE]) + T
             if d <= now:
@@ -512,9 +600,8 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
                 wk_wait[w] = now - f[WAKE_AT]
                 i[N_WAKE] = w + 1
                 f[WAKE_AT] = INF
-                _activated(f, i, p, valid, arr, dur, cpu, mem, tmp, waiting, open_ends,
-                           server_ends, client_ends, temp, load, rec_idx, rec_wait, rec_outcome,
-                           rec_cold)
+                _activated(f, i, p, valid, arr, dur, cpu, mem, tmp, waiting, H, rec_idx,
+                           rec_wait, rec_outcome, rec_cold)
             elif a == SUSPEND:
                 # Lifecycle._suspended
                 i[CUR] = IDLE
@@ -523,7 +610,7 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
                 f[CU] = 0.0
                 i[SUSPENDS] += 1
                 _note_state(f, i, iv_state, iv_cu, iv_start, iv_end)
-                if len(waiting) > 0 and i[LANE_TAIL] == i[LANE_HEAD]:
+                if i[WAITING] > 0 and i[LANE_TAIL] == i[LANE_HEAD]:
                     # clients arrived while it was suspending: it stays on for them
                     _wake(f, i, BY_CONNECTION, sp_start, lane, op_action, op_created,
                           op_status, op_failures, op_updated, op_finished, op_sched,
@@ -545,29 +632,8 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
             _submit(f, i, CHECK, lane, op_action, op_created, op_status, op_failures,
                     op_updated, op_finished, op_sched, rng, dk, da, db)
     f[NOW] = until
-    i[WAITING] = len(waiting)
     if p[P_OPEN_END] == 0:  # the run ends here: close what is open
         _close_interval(f, i, iv_state, iv_cu, iv_start, iv_end, until)
         if i[ON] == 1:
             sp_end[i[N_SPAN]] = until
             i[N_SPAN] += 1
-    # the heaps as they stand, in heap order (what the engine's runtime takes over)
-    open_f = np.empty(len(open_ends))
-    for j in range(len(open_ends)):
-        open_f[j] = open_ends[j]
-    server_f = np.empty(len(server_ends))
-    for j in range(len(server_ends)):
-        server_f[j] = server_ends[j]
-    client_f = np.empty(len(client_ends))
-    for j in range(len(client_ends)):
-        client_f[j] = client_ends[j]
-    temp_f = np.empty((len(temp), 2))
-    for j in range(len(temp)):
-        temp_f[j, 0], temp_f[j, 1] = temp[j]
-    load_f = np.empty((len(load), 3))
-    for j in range(len(load)):
-        load_f[j, 0], load_f[j, 1], load_f[j, 2] = load[j]
-    return (f, i, rec_idx, rec_wait, rec_outcome, rec_cold,
-            op_action, op_created, op_status, op_failures, op_updated, op_finished, op_sched,
-            iv_state, iv_cu, iv_start, iv_end, wk_at, wk_cause, wk_wait, sp_start, sp_end,
-            open_f, server_f, client_f, temp_f, load_f)
