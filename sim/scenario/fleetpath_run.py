@@ -69,6 +69,23 @@ def compute_sessions(scenario: Scenario, cp: ControlPlane, c: Compute, spec: Com
     return Sessions(*(np.concatenate([part[j] for part in parts]) for j in range(5)))
 
 
+class NamedWorkloads:
+    """The workloads of the computes of named projects, by compute id, each drawn once:
+    the kernel advances such a compute before its project's first call and again after
+    its last, from one draw."""
+
+    def __init__(self, scenario: Scenario, specs: dict[str, ComputeSpec]):
+        self.scenario, self.specs = scenario, specs
+        self._drawn: dict[str, Sessions] = {}
+
+    def of(self, cp: ControlPlane, c: Compute) -> Sessions:
+        if c.id not in self._drawn:
+            spec = self.specs.get(c.id)  # none: created by a call, with no workload
+            self._drawn[c.id] = (Sessions.none() if spec is None
+                                 else compute_sessions(self.scenario, cp, c, spec))
+        return self._drawn[c.id]
+
+
 def _check_storage(cp: ControlPlane, advanced: list[Advanced], until: float,
                    quiet_since: dict[str, float | None] | None = None) -> None:
     """A project (or non-default branch) quiet long enough would detach (archive): engine only.
@@ -126,15 +143,13 @@ def _advance_project(cp: ControlPlane, scenario: Scenario,
     return advanced
 
 
-def _resume_project(cp: ControlPlane, scenario: Scenario, taken: Taken,
-                    specs: dict[str, ComputeSpec], until: float) -> list[Advanced]:
+def _resume_project(cp: ControlPlane, taken: Taken, workloads: NamedWorkloads, until: float
+                    ) -> list[Advanced]:
     advanced = []
     for h in taken.handovers:
         c = h.compute
-        spec = specs.get(c.id)
-        sessions = Sessions.none() if spec is None else compute_sessions(scenario, cp, c, spec)
         try:
-            advanced.append(resume_compute(cp, h, sessions, until, checks_of(cp, c)))
+            advanced.append(resume_compute(cp, h, workloads.of(cp, c), until, checks_of(cp, c)))
         except Tie as err:
             raise HandBack(str(err)) from None
     _check_storage(cp, advanced, until, taken.quiet_since)
@@ -143,11 +158,11 @@ def _resume_project(cp: ControlPlane, scenario: Scenario, taken: Taken,
 
 def run_fleet_path(cp: ControlPlane, scenario: Scenario,
                    placed: Sequence[tuple[Compute, ComputeSpec]], until: float,
-                   taken: Sequence[Taken] = (), specs: dict[str, ComputeSpec] | None = None
+                   taken: Sequence[Taken] = (), workloads: NamedWorkloads | None = None
                    ) -> dict[str, str]:
     """Advance every external compute to `until` and write it into `cp`, project by project:
     the `placed` ones from their creation's start, the `taken` ones from their hand-over
-    (`specs` gives their workloads by compute id).
+    (`workloads` gives theirs).
 
     Returns the projects handed back to the engine (project id -> why); nothing of
     theirs is written by the kernel."""
@@ -160,7 +175,8 @@ def run_fleet_path(cp: ControlPlane, scenario: Scenario,
     for project_id, job in jobs.items():
         try:
             if isinstance(job, Taken):
-                advanced = _resume_project(cp, scenario, job, specs or {}, until)
+                assert workloads is not None
+                advanced = _resume_project(cp, job, workloads, until)
             else:
                 advanced = _advance_project(cp, scenario, job, until)
         except HandBack as err:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,7 +28,6 @@ from sim.engine.physics import ON
 from sim.engine.physics_run import (
     Advanced,
     Handover,
-    Sessions,
     Tie,
     advance_to_call,
     can_resume,
@@ -40,6 +39,9 @@ from sim.engine.physics_run import (
 )
 from sim.scenario.references import body_references, parse_reference
 from sim.scenario.schema import Scenario
+
+if TYPE_CHECKING:
+    from sim.scenario.fleetpath_run import NamedWorkloads
 
 POLL_S = 1.0  # while an operation of the project is underway, look again this much later
 
@@ -147,7 +149,7 @@ def schedule_handovers(cp: ControlPlane, scenario: Scenario, projects: dict[str,
 
 
 def schedule_first_calls(cp: ControlPlane, scenario: Scenario, projects: dict[str, str],
-                         specs: dict[str, Any], back: dict[str, str]) -> None:
+                         workloads: NamedWorkloads, back: dict[str, str]) -> None:
     """For each named project the kernel runs from creation: at its first scripted call,
     before the call (scheduled ahead of every call), give its computes to the engine, or
     put it in `back` when that cannot be done exactly."""
@@ -155,12 +157,12 @@ def schedule_first_calls(cp: ControlPlane, scenario: Scenario, projects: dict[st
     for key in sorted(first):
         if key in projects:
             ev = timeout_at(cp.env, first[key])
-            ev.callbacks.append(lambda _ev, pid=projects[key]: _give(cp, scenario, pid, specs, back))
+            ev.callbacks.append(lambda _ev, pid=projects[key]: _give(cp, pid, workloads, back))
 
 
-def _give(cp: ControlPlane, scenario: Scenario, project_id: str, specs: dict[str, Any],
+def _give(cp: ControlPlane, project_id: str, workloads: NamedWorkloads,
           back: dict[str, str]) -> None:
-    from sim.scenario.fleetpath_run import _check_rank, checks_of, compute_sessions, file_operations
+    from sim.scenario.fleetpath_run import _check_rank, checks_of, file_operations
 
     project = cp.projects[project_id]
     computes = [cp.computes[i] for b in project.branches for i in cp.branches[b].computes]
@@ -170,10 +172,7 @@ def _give(cp: ControlPlane, scenario: Scenario, project_id: str, specs: dict[str
             rt = c.runtime
             if rt is None or not rt.external or rt.activated_at is None:
                 raise HandBack("not active at its first scripted call")
-            spec = specs.get(c.id)
-            sessions = (Sessions.none() if spec is None
-                        else compute_sessions(scenario, cp, c, spec))
-            adv = advance_to_call(cp, c, sessions, cp.now, checks_of(cp, c))
+            adv = advance_to_call(cp, c, workloads.of(cp, c), cp.now, checks_of(cp, c))
             if not settled(adv):
                 raise HandBack("busy at the instant of its first scripted call")
             advanced.append(adv)

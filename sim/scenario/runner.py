@@ -18,7 +18,7 @@ from sim.engine.model import Compute
 from sim.engine.records import ActionRecord, RunResult
 from sim.rules.connections import DEFAULT_POOL_SHARE
 from sim.rules.errors import ApiError
-from sim.scenario.fleetpath_run import FLEET_PATH, engine_reasons, run_fleet_path
+from sim.scenario.fleetpath_run import FLEET_PATH, NamedWorkloads, engine_reasons, run_fleet_path
 from sim.scenario.handover import Taken, action_keys, schedule_first_calls, schedule_handovers
 from sim.scenario.merge import canonical_result, instance_order
 from sim.scenario.references import Reference, render_body, render_path
@@ -234,12 +234,12 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
             external += built
         else:
             placed += built
-    specs = {c.id: spec for c, spec in placed}
+    workloads = NamedWorkloads(scenario, {c.id: spec for c, spec in placed})
     back: dict[str, str] = {}  # project id -> why the engine runs it alone
     taken: list[Taken] = []
     if fleet_path:
         # ahead of the calls: the engine must hold a named project when its first call runs
-        schedule_first_calls(cp, scenario, fleet.projects, specs, back)
+        schedule_first_calls(cp, scenario, fleet.projects, workloads, back)
     else:
         attach_workloads(cp, scenario, placed)
     schedule_releases(cp, scenario)
@@ -255,7 +255,7 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
             progress(cp.now, total)
     taken = [t for t in taken if t.project_id not in back]
     if external or taken:
-        back |= run_fleet_path(cp, scenario, external, cp.now, taken, specs)
+        back |= run_fleet_path(cp, scenario, external, cp.now, taken, workloads)
     back_keys = _linked({cp.projects[pid].key for pid in back}, named)
     excluded = {pid for pid, p in cp.projects.items() if p.key in back_keys}
     result = cp.result(scenario.name, total, scenario.price_per_cu_hour,
