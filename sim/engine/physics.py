@@ -38,9 +38,12 @@ from numba import njit
 
 INF = math.inf
 
-# `_nrt=False`: no reference counting (see above); only `advance` allocates
+# `_nrt=False`: no reference counting (see above); only `advance` allocates. What runs
+# for every session is inlined into the loop; what runs per operation is called, which
+# keeps the first compilation (cached on disk after it) near 15 s instead of 45.
 _loop = njit(cache=True, _nrt=False)
 _inline = njit(cache=True, inline="always", _nrt=False)
+_call = njit(cache=True, _nrt=False)
 
 # what a compute lane runs
 START, SUSPEND, CHECK = 0, 1, 2
@@ -162,7 +165,7 @@ def _goal(f, p, valid):
     return min(_step_up(valid, need), p[P_MAX_CU])
 
 
-@_inline
+@_call
 def _close_interval(f, i, o_state, o_cu, o_start, o_end, now):
     length = now - f[IV_START]
     if length > 0:
@@ -178,7 +181,7 @@ def _close_interval(f, i, o_state, o_cu, o_start, o_end, now):
     f[IV_START] = now
 
 
-@_inline
+@_call
 def _note_state(f, i, o_state, o_cu, o_start, o_end):
     if i[CUR] == i[IV_STATE] and f[CU] == f[IV_CU]:
         return
@@ -272,7 +275,7 @@ def _admit(f, i, p, valid, s, arrival, now, d, c, m, t, cold, H, rec_idx, rec_wa
     _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, start - arrival, OK, cold)
 
 
-@_inline
+@_call
 def _draw(rng, kind, a, b):
     if kind == ZERO:
         return 0.0
@@ -283,7 +286,7 @@ def _draw(rng, kind, a, b):
     return rng.lognormal(a, b)
 
 
-@_inline
+@_call
 def _try_start(f, i, lane, op_action, op_status, op_updated, rng, dk, da, db):
     """Start the operation at the head of the lane: running, first attempt drawn."""
     k = lane[i[LANE_HEAD]]
@@ -300,7 +303,7 @@ def _try_start(f, i, lane, op_action, op_status, op_updated, rng, dk, da, db):
     i[OP_EVT_KIND] = 1
 
 
-@_inline
+@_call
 def _submit(f, i, action, lane, op_action, op_created, op_status, op_failures, op_updated,
             op_finished, op_sched, rng, dk, da, db):
     k = i[N_OPS]
@@ -318,7 +321,7 @@ def _submit(f, i, action, lane, op_action, op_created, op_status, op_failures, o
         _try_start(f, i, lane, op_action, op_status, op_updated, rng, dk, da, db)
 
 
-@_inline
+@_call
 def _activated(f, i, p, valid, arr, dur, cpu, mem, tmp, waiting, H, rec_idx, rec_wait,
                rec_outcome, rec_cold):
     """ComputeRuntime.activated: the countdown restarts, everyone who waited is admitted."""
@@ -332,7 +335,7 @@ def _activated(f, i, p, valid, arr, dur, cpu, mem, tmp, waiting, H, rec_idx, rec
     i[WAITING] = 0
 
 
-@_inline
+@_call
 def _wake(f, i, cause, sp_start, lane, op_action, op_created, op_status, op_failures,
           op_updated, op_finished, op_sched, rng, dk, da, db):
     """Lifecycle.wake: heading for active, a start_compute submitted."""
