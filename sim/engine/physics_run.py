@@ -12,7 +12,7 @@ the per-minute sums and the cold-start waits are kept.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import repeat
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -21,9 +21,10 @@ import numpy as np
 from sim.engine import physics as k
 from sim.engine.clock import to_us
 from sim.engine.config import ConnectionRecording
+from sim.engine.connection_table import OUTCOMES, ColumnBlock
 from sim.engine.kernel import timeout_at
 from sim.engine.model import Compute, Operation
-from sim.engine.records import ConnectionRecord, Outcome, StateInterval, WakeRecord
+from sim.engine.records import Outcome, StateInterval, WakeRecord
 from sim.engine.runtime import SessionArrays
 from sim.rules.connections import POOLER_MAX_CLIENTS
 from sim.rules.operations import Action
@@ -41,9 +42,11 @@ _STATUS = {k.SCHEDULING: OperationStatus.SCHEDULING.value, k.RUNNING: OperationS
            k.FAILED: OperationStatus.FAILED.value, k.FINISHED: OperationStatus.FINISHED.value}
 _ACTIONS = {k.START: Action.START_COMPUTE, k.SUSPEND: Action.SUSPEND_COMPUTE,
             k.CHECK: Action.CHECK_AVAILABILITY}
-_OUTCOMES = {k.OK: Outcome.OK, k.REFUSED_TOO_MANY: Outcome.REFUSED_TOO_MANY,
-             k.REFUSED_POOLER_FULL: Outcome.REFUSED_POOLER_FULL,
-             k.QUEUE_TIMEOUT: Outcome.QUEUE_TIMEOUT, k.DISK_FULL: Outcome.DISK_FULL}
+# the kernel's outcome codes are the connection table's
+assert [OUTCOMES[code] for code in (k.OK, k.REFUSED_TOO_MANY, k.REFUSED_POOLER_FULL,
+                                    k.QUEUE_TIMEOUT, k.DISK_FULL)] == [
+    Outcome.OK, Outcome.REFUSED_TOO_MANY, Outcome.REFUSED_POOLER_FULL, Outcome.QUEUE_TIMEOUT,
+    Outcome.DISK_FULL]
 _CAUSES = {k.BY_CONNECTION: "connection", k.BY_CHECK: "check_availability"}
 
 
@@ -75,6 +78,8 @@ class Advanced:
     out: dict[str, np.ndarray]
     on_starts: np.ndarray  # when the compute was on (creation or wake) ...
     on_ends: np.ndarray  # ... until it was suspended (or the run ended)
+    #: once written for the engine to take over: its records of sessions still open
+    open_records: list[int] = field(default_factory=list)
 
 
 def _distribution(d: Distribution) -> tuple[int, float, float]:
@@ -211,8 +216,7 @@ def give_to_engine(cp: ControlPlane, adv: Advanced) -> list[Operation]:
     f, i = out["f"], out["i"]
     rt = c.runtime
     assert rt is not None and settled(adv)
-    first_row = len(cp.recorder.connections)
-    ops = apply_advanced(cp, adv)
+    ops = apply_advanced(cp, adv, engine_next=True)
     now = cp.now
     c.current_state, c.pending_state, c.cu = _STATES[int(i[k.CUR])], None, float(f[k.CU])
     rt.open_ends = out["open_f"].tolist()
@@ -226,9 +230,7 @@ def give_to_engine(cp: ControlPlane, adv: Advanced) -> list[Operation]:
     rt.resize_at = None if f[k.RESIZE_AT] == INF else float(f[k.RESIZE_AT])
     rt.iv_state, rt.iv_cu, rt.iv_start = _STATES[int(i[k.IV_STATE])], float(f[k.IV_CU]), float(f[k.IV_START])
     rt.wake_at, rt.waiting = None, []
-    rt.open_records = [j for j in range(first_row, len(cp.recorder.connections))
-                       if (row := cp.recorder.connections[j]).compute_id == c.id
-                       and row.arrival_s + row.wait_s + row.duration_s > now]
+    rt.open_records = adv.open_records
     start = int(i[k.NEXT_ARR])
     s = adv.sessions
     rt.consumed = start
@@ -305,8 +307,10 @@ def resume_compute(cp: ControlPlane, h: Handover, sessions: Sessions, until: flo
                     out["sp_end"][:n_span].copy())
 
 
-def apply_advanced(cp: ControlPlane, adv: Advanced) -> list[Operation]:
-    """Write the compute's counters and rows into `cp`; return its operations (not filed)."""
+def apply_advanced(cp: ControlPlane, adv: Advanced, engine_next: bool = False
+                   ) -> list[Operation]:
+    """Write the compute's counters and rows into `cp`; return its operations (not filed).
+    `engine_next`: the engine takes the compute over from here."""
     c, out = adv.compute, adv.out
     f, i = out["f"], out["i"]
     s = c.stats
@@ -315,7 +319,7 @@ def apply_advanced(cp: ControlPlane, adv: Advanced) -> list[Operation]:
     s.cold_starts, s.suspends = int(i[k.COLD_STARTS]), int(i[k.SUSPENDS])
     s.peak_connections = int(i[k.PEAK])
     s.active_s, s.cu_s, s.queue_wait_s = float(f[k.ACTIVE_S]), float(f[k.CU_S]), float(f[k.QUEUE_WAIT_S])
-    _connections(cp, adv)
+    adv.open_records = _connections(cp, adv, engine_next)
     n_iv, n_wake = int(i[k.N_IV]), int(i[k.N_WAKE])
     if not cp.config.record_events:
         on = out["iv_state"][:n_iv] != k.IDLE
@@ -339,10 +343,13 @@ def apply_advanced(cp: ControlPlane, adv: Advanced) -> list[Operation]:
     return _operations(cp, adv)
 
 
-def _connections(cp: ControlPlane, adv: Advanced) -> None:
+def _connections(cp: ControlPlane, adv: Advanced, engine_next: bool) -> list[int]:
+    """The compute's connection rows, as a block of columns. `engine_next`: the engine
+    takes the compute over now and may cut the sessions still open, so their rows go on
+    its list of records instead; returns where they are in it."""
     mode = cp.config.record_connections
     if mode is ConnectionRecording.OFF:
-        return
+        return []
     c, out = adv.compute, adv.out
     n = int(out["i"][k.N_REC])
     idx = out["rec_idx"][:n]
@@ -350,12 +357,17 @@ def _connections(cp: ControlPlane, adv: Advanced) -> None:
     if mode is ConnectionRecording.SAMPLED:  # one draw per record, in the engine's order
         keep = cp.streams.get(f"connection-sample/{c.key}").random(n) < cp.config.connection_sample_rate
         idx, wait, outcome, cold = idx[keep], wait[keep], outcome[keep], cold[keep]
-    arrivals = adv.sessions.arrival_s[idx].tolist()
-    durations = adv.sessions.duration_s[idx].tolist()
-    n = len(arrivals)
-    cp.recorder.connections.extend(map(ConnectionRecord._make, zip(
-        repeat(c.id, n), repeat(c.project_id, n), arrivals, wait.tolist(), durations,
-        map(_OUTCOMES.__getitem__, outcome.tolist()), cold.tolist(), strict=True)))
+    arrival, duration = adv.sessions.arrival_s[idx], adv.sessions.duration_s[idx]
+    rows = ColumnBlock(c.id, c.project_id, arrival, wait.copy(), duration, outcome.copy(),
+                       cold.copy())
+    if not engine_next:
+        cp.recorder.connection_blocks.append(rows)
+        return []
+    open_ = (outcome == k.OK) & (arrival + wait + duration > cp.now)
+    cp.recorder.connection_blocks.append(rows.where(~open_))
+    first = len(cp.recorder.connections)
+    cp.recorder.connections.extend(rows.where(open_).records())
+    return list(range(first, len(cp.recorder.connections)))
 
 
 def longest_quiet(starts: np.ndarray, ends: np.ndarray, until: float) -> float:

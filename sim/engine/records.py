@@ -12,6 +12,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from sim.engine.connection_table import ColumnBlock
+from sim.engine.connection_table import ConnectionRecord as ConnectionRecord  # re-exported
+from sim.engine.connection_table import ConnectionTable as ConnectionTable  # re-exported
+from sim.engine.connection_table import Outcome as Outcome  # re-exported
 from sim.engine.minutes import per_minute_ns
 
 
@@ -24,26 +28,6 @@ class StateInterval(NamedTuple):
     cu: float  # 0 while idle
     start_s: float
     end_s: float
-
-
-class ConnectionRecord(NamedTuple):
-    compute_id: str
-    project_id: str
-    arrival_s: float
-    wait_s: float  # cold start and pool queue wait before the session began
-    duration_s: float  # session length; for a dropped session, up to the cut
-    outcome: str  # see Outcome
-    cold: bool  # found the compute not active
-
-
-class Outcome:
-    OK = "ok"
-    REFUSED_TOO_MANY = "refused_53300"  # direct connection beyond max_connections
-    REFUSED_POOLER_FULL = "refused_pooler_full"  # beyond 10,000 pooled clients
-    QUEUE_TIMEOUT = "queue_timeout"  # waited in the pool queue past the timeout
-    DISK_FULL = "failed_53100"  # temporary files beyond the local disk
-    DROPPED = "dropped"  # cut by a restart, resize, suspend or delete
-    REFUSED_DISABLED = "refused_disabled"  # compute disabled or deleted
 
 
 class WakeRecord(NamedTuple):
@@ -68,7 +52,10 @@ class SampleRecord(NamedTuple):
 @dataclass
 class Recorder:
     intervals: list[StateInterval] = field(default_factory=list)
+    #: rows the SimPy engine records, one by one (a cut session's row is replaced)
     connections: list[ConnectionRecord] = field(default_factory=list)
+    #: rows the compute kernel gives, a block of columns per compute
+    connection_blocks: list[ColumnBlock] = field(default_factory=list)
     wakes: list[WakeRecord] = field(default_factory=list)
     #: what the fleet path adds when events are not recorded as rows
     on_ns: np.ndarray | None = None  # per minute (see `per_minute_ns`)
@@ -169,7 +156,7 @@ class RunResult:
     computes: list[ComputeRow] = field(default_factory=list)
     operations: list[OperationRow] = field(default_factory=list)
     intervals: list[StateInterval] = field(default_factory=list)
-    connections: list[ConnectionRecord] = field(default_factory=list)
+    connections: ConnectionTable = field(default_factory=ConnectionTable)
     wakes: list[WakeRecord] = field(default_factory=list)
     actions: list[ActionRecord] = field(default_factory=list)
     #: every project of the run, in creation order: id -> (scenario key, created at)

@@ -20,7 +20,7 @@ from sim.engine.minutes import MINUTE_S, per_minute_integrals, seconds_of
 from sim.engine.records import (
     ActionRecord,
     ComputeRow,
-    ConnectionRecord,
+    ConnectionTable,
     OperationRow,
     RunResult,
     StateInterval,
@@ -141,14 +141,23 @@ def frames(result: RunResult) -> dict[str, pd.DataFrame]:
         "computes": computes_frame(compute_rows, wakes, result),
         "intervals": intervals,
         "operations": records_frame(result.operations, OperationRow._fields, SCHEMAS["operations"]),
-        "connections": records_frame(
-            result.connections, ConnectionRecord._fields, SCHEMAS["connections"]
-        ),
+        "connections": connections_frame(result.connections),
         "wakes": wakes,
         "actions": records_frame(result.actions, ActionRecord._fields, SCHEMAS["actions"]),
         "fleet": fleet_frame(intervals, result.duration_s, result.start_iso,
                              None if result.fleet_ns is None else seconds_of(result.fleet_ns)),
     }
+
+
+def connections_frame(table: ConnectionTable) -> pd.DataFrame:
+    """The connections table, straight from its columns."""
+    if not len(table):
+        return empty_frame(SCHEMAS["connections"])
+    columns = table.columns()
+    columns["outcome"] = table.outcome_names(columns["outcome"])
+    return pd.DataFrame({name: pd.array(columns[name], dtype=dtype) if dtype is STR
+                         else columns[name].astype(dtype, copy=False)
+                         for name, dtype in SCHEMAS["connections"].items()}, copy=False)
 
 
 def empty_frame(schema: dict[str, Any]) -> pd.DataFrame:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.engine.records import RunResult
+from sim.engine.records import ConnectionTable, RunResult
 from sim.scenario.schema import Scenario
 
 
@@ -52,7 +52,7 @@ def project_ranks(result: RunResult, instance_keys: Sequence[str],
 
 
 #: within a project: (column of the compute id, column of the instant) per table
-_WITHIN = {"intervals": (0, 4), "connections": (0, 2), "wakes": (0, 2)}
+_WITHIN = {"intervals": (0, 4), "wakes": (0, 2)}
 
 
 def _by_project(rows: list, ranks: Mapping[str, tuple],
@@ -112,13 +112,32 @@ def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
         name=head.name, seed=head.seed, start_iso=head.start_iso, duration_s=head.duration_s,
         price_per_cu_hour=head.price_per_cu_hour,
         computes=computes, operations=merged("operations"),
-        intervals=merged("intervals"), connections=merged("connections"),
+        intervals=merged("intervals"),
+        connections=_ordered_connections([result.connections for result, _ in parts], ranks,
+                                         position, {row.compute_id: row.project_id
+                                                    for row in computes}),
         wakes=merged("wakes"), actions=actions, assumptions=dict(head.assumptions),
         fleet_ns=_summed_minutes(parts), wake_waits=_joined_waits(parts),
         projects={pid: info for pid in sorted(ranks, key=ranks.__getitem__)
                   for r, _ in parts if (info := r.projects.get(pid)) is not None},
         roads=_summed_roads(parts),
     )
+
+
+def _ordered_connections(tables: Sequence[ConnectionTable], ranks: Mapping[str, tuple],
+                         position: Mapping[str, int], project_of: Mapping[str, str]
+                         ) -> ConnectionTable:
+    """Connections in canonical order, sorted as columns (a stable sort, as `_by_project`)."""
+    joined = ConnectionTable.joined(tables)
+    project_order = {pid: i for i, pid in enumerate(sorted(ranks, key=ranks.__getitem__))}
+    try:
+        project, compute = joined.per_row(project_order, dict(position))
+    except KeyError as err:
+        raise RuntimeError(f"rows of projects the run never created: {err}") from None
+    columns = joined.columns(ids=False)
+    order = np.lexsort((columns["arrival_s"], compute, project))
+    ids = [(cid, project_of[cid]) for cid in sorted(position, key=position.__getitem__)]
+    return joined.reordered(order, compute, ids, columns)
 
 
 def _summed_roads(parts: Sequence[tuple[RunResult, Sequence[str]]]) -> dict[str, int]:

@@ -1,0 +1,248 @@
+"""The connections of a run as columns: one row per connection attempt, no object per row.
+
+A busy fleet makes tens of millions of connection rows. The compute kernel
+gives a compute's rows as arrays, and they stay arrays (a `ColumnBlock`, with
+the compute and project ids once for the block) until a DataFrame is built
+from them, so a row costs a few bytes and no Python object. The SimPy
+engine's per-session runtime appends `ConnectionRecord` tuples as it goes,
+and may replace one when a session is cut; those stay a list until the run's
+result is taken.
+
+`ConnectionTable` reads like the list of `ConnectionRecord` it replaces
+(`len`, iteration, indexing, equality), building a record only for whoever
+asks for one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any, NamedTuple, overload
+
+import numpy as np
+
+
+class ConnectionRecord(NamedTuple):
+    compute_id: str
+    project_id: str
+    arrival_s: float
+    wait_s: float  # cold start and pool queue wait before the session began
+    duration_s: float  # session length; for a dropped session, up to the cut
+    outcome: str  # see Outcome
+    cold: bool  # found the compute not active
+
+
+class Outcome:
+    OK = "ok"
+    REFUSED_TOO_MANY = "refused_53300"  # direct connection beyond max_connections
+    REFUSED_POOLER_FULL = "refused_pooler_full"  # beyond 10,000 pooled clients
+    QUEUE_TIMEOUT = "queue_timeout"  # waited in the pool queue past the timeout
+    DISK_FULL = "failed_53100"  # temporary files beyond the local disk
+    DROPPED = "dropped"  # cut by a restart, resize, suspend or delete
+    REFUSED_DISABLED = "refused_disabled"  # compute disabled or deleted
+
+
+#: outcome codes of the columns, in the order the kernel numbers them (see sim.engine.physics)
+OUTCOMES: tuple[str, ...] = (Outcome.OK, Outcome.REFUSED_TOO_MANY, Outcome.REFUSED_POOLER_FULL,
+                             Outcome.QUEUE_TIMEOUT, Outcome.DISK_FULL, Outcome.DROPPED,
+                             Outcome.REFUSED_DISABLED)
+_CODE = {name: code for code, name in enumerate(OUTCOMES)}
+_NAMES = np.array(OUTCOMES, dtype=object)
+_FLOATS = ("arrival_s", "wait_s", "duration_s")
+
+
+@dataclass(frozen=True)
+class ColumnBlock:
+    """Rows of one compute, as columns."""
+
+    compute_id: str
+    project_id: str
+    arrival_s: np.ndarray
+    wait_s: np.ndarray
+    duration_s: np.ndarray
+    outcome: np.ndarray  # codes into OUTCOMES
+    cold: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.arrival_s)
+
+    def where(self, keep: np.ndarray) -> ColumnBlock:
+        """The rows where `keep` is true."""
+        return ColumnBlock(self.compute_id, self.project_id, self.arrival_s[keep],
+                           self.wait_s[keep], self.duration_s[keep], self.outcome[keep],
+                           self.cold[keep])
+
+    def records(self) -> Iterator[ConnectionRecord]:
+        n = len(self)
+        return map(ConnectionRecord._make, zip(
+            repeat(self.compute_id, n), repeat(self.project_id, n), self.arrival_s.tolist(),
+            self.wait_s.tolist(), self.duration_s.tolist(),
+            map(OUTCOMES.__getitem__, self.outcome.tolist()), self.cold.tolist(), strict=True))
+
+
+def block_of_rows(rows: Sequence[ConnectionRecord]) -> dict[str, np.ndarray]:
+    """Records as columns (ids as object arrays)."""
+    n = len(rows)
+    return {
+        "compute_id": np.array([r.compute_id for r in rows], dtype=object),
+        "project_id": np.array([r.project_id for r in rows], dtype=object),
+        "arrival_s": np.fromiter((r.arrival_s for r in rows), np.float64, n),
+        "wait_s": np.fromiter((r.wait_s for r in rows), np.float64, n),
+        "duration_s": np.fromiter((r.duration_s for r in rows), np.float64, n),
+        "outcome": np.fromiter((_CODE[r.outcome] for r in rows), np.int8, n),
+        "cold": np.fromiter((r.cold for r in rows), np.bool_, n),
+    }
+
+
+class ConnectionTable(Sequence[ConnectionRecord]):
+    """Connection rows in order: column blocks and lists of records, read as one sequence."""
+
+    def __init__(self, parts: Iterable[ColumnBlock | list[ConnectionRecord]] = ()):
+        self._parts: list[ColumnBlock | list[ConnectionRecord]] = [p for p in parts if len(p)]
+
+    # -- building ----------------------------------------------------------------------------
+    def add_block(self, block: ColumnBlock) -> None:
+        if len(block):
+            self._parts.append(block)
+
+    def extend(self, rows: Iterable[ConnectionRecord]) -> None:
+        rows = list(rows)
+        if rows:
+            if self._parts and isinstance(self._parts[-1], list):
+                self._parts[-1].extend(rows)
+            else:
+                self._parts.append(rows)
+
+    def __iadd__(self, rows: Iterable[ConnectionRecord]) -> ConnectionTable:
+        self.extend(rows)
+        return self
+
+    def without_projects(self, projects: set[str]) -> ConnectionTable:
+        """The rows of every project but `projects`."""
+        if not projects:
+            return ConnectionTable(self._parts)
+        kept: list[ColumnBlock | list[ConnectionRecord]] = []
+        for part in self._parts:
+            if isinstance(part, ColumnBlock):
+                if part.project_id not in projects:
+                    kept.append(part)
+            else:
+                kept.append([r for r in part if r.project_id not in projects])
+        return ConnectionTable(kept)
+
+    @classmethod
+    def joined(cls, tables: Iterable[ConnectionTable]) -> ConnectionTable:
+        return cls(part for table in tables for part in table._parts)
+
+    # -- reading as columns --------------------------------------------------------------------
+    def per_row(self, of_project: dict[str, int], of_compute: dict[str, int]
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's project and compute looked up in the two maps (KeyError: unknown)."""
+        projects, computes = [], []
+        for part in self._parts:
+            if isinstance(part, ColumnBlock):
+                projects.append(np.full(len(part), of_project[part.project_id], np.int64))
+                computes.append(np.full(len(part), of_compute[part.compute_id], np.int64))
+            else:
+                projects.append(np.array([of_project[r.project_id] for r in part], np.int64))
+                computes.append(np.array([of_compute[r.compute_id] for r in part], np.int64))
+        if not projects:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        return np.concatenate(projects), np.concatenate(computes)
+
+    def columns(self, ids: bool = True) -> dict[str, np.ndarray]:
+        """Every row as columns: ids as object arrays (unless not `ids`), outcome as codes
+        into OUTCOMES."""
+        names = [n for n in _DTYPES if ids or n not in _IDS]
+        pieces = [self._columns_of(part, ids) for part in self._parts]
+        if not pieces:
+            return {name: np.empty(0, _DTYPES[name]) for name in names}
+        return {name: np.concatenate([p[name] for p in pieces]) for name in names}
+
+    @staticmethod
+    def _columns_of(part: ColumnBlock | list[ConnectionRecord], ids: bool
+                    ) -> dict[str, np.ndarray]:
+        if not isinstance(part, ColumnBlock):
+            return block_of_rows(part)
+        columns = {"arrival_s": part.arrival_s, "wait_s": part.wait_s,
+                   "duration_s": part.duration_s, "outcome": part.outcome, "cold": part.cold}
+        if ids:
+            n = len(part)
+            columns["compute_id"] = np.full(n, part.compute_id, dtype=object)
+            columns["project_id"] = np.full(n, part.project_id, dtype=object)
+        return columns
+
+    def reordered(self, order: np.ndarray, compute: np.ndarray,
+                  ids: Sequence[tuple[str, str]],
+                  columns: dict[str, np.ndarray] | None = None) -> ConnectionTable:
+        """The rows taken in `order`, whose rows of one compute then come together:
+        `compute` codes each row's compute (before reordering), `ids[code]` is that
+        compute's (compute id, project id); `columns`: `columns(ids=False)`, if at hand."""
+        columns = self.columns(ids=False) if columns is None else columns
+        codes = compute[order]
+        n = len(codes)
+        if n == 0:
+            return ConnectionTable()
+        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        ends = np.r_[starts[1:], n]
+        taken = {name: column[order] for name, column in columns.items()}
+        return ConnectionTable(
+            ColumnBlock(*ids[codes[a]], *(taken[name][a:b] for name in _FLOATS),
+                        taken["outcome"][a:b], taken["cold"][a:b])
+            for a, b in zip(starts.tolist(), ends.tolist(), strict=True))
+
+    def outcome_names(self, codes: np.ndarray) -> np.ndarray:
+        return _NAMES[codes]
+
+    # -- reading as a list of records ----------------------------------------------------------
+    def __len__(self) -> int:
+        return sum(len(p) for p in self._parts)
+
+    def __iter__(self) -> Iterator[ConnectionRecord]:
+        for part in self._parts:
+            yield from (part.records() if isinstance(part, ColumnBlock) else part)
+
+    @overload
+    def __getitem__(self, index: int) -> ConnectionRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ConnectionRecord]: ...
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return list(self)[index]
+        n = len(self)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("connection row out of range")
+        for part in self._parts:
+            if index < len(part):
+                if isinstance(part, ColumnBlock):
+                    return ConnectionRecord(
+                        part.compute_id, part.project_id, float(part.arrival_s[index]),
+                        float(part.wait_s[index]), float(part.duration_s[index]),
+                        OUTCOMES[int(part.outcome[index])], bool(part.cold[index]))
+                return part[index]
+            index -= len(part)
+        raise IndexError("connection row out of range")  # unreachable
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ConnectionTable | list):
+            return len(self) == len(other) and all(
+                a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the list it replaces
+
+    def __repr__(self) -> str:
+        return f"ConnectionTable({len(self)} rows)"
+
+
+_IDS = ("compute_id", "project_id")
+_DTYPES = {"compute_id": object, "project_id": object, "arrival_s": np.float64,
+           "wait_s": np.float64, "duration_s": np.float64, "outcome": np.int8, "cold": np.bool_}
+
+__all__ = ["OUTCOMES", "ColumnBlock", "ConnectionRecord", "ConnectionTable", "Outcome",
+           "block_of_rows"]

@@ -1,0 +1,71 @@
+"""The connections table reads as the list of records it stands for, whatever its blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim.engine.connection_table import OUTCOMES, ColumnBlock, ConnectionRecord, ConnectionTable
+
+COMPUTES = [("ep-a", "p-1"), ("ep-b", "p-1"), ("ep-c", "p-2")]
+
+row = st.builds(
+    lambda who, arrival, wait, duration, outcome, cold: ConnectionRecord(
+        *COMPUTES[who], arrival, wait, duration, OUTCOMES[outcome], cold),
+    st.integers(0, len(COMPUTES) - 1), st.floats(0, 1e6), st.floats(0, 60), st.floats(0, 3600),
+    st.integers(0, len(OUTCOMES) - 1), st.booleans())
+
+
+def block(rows: list[ConnectionRecord]) -> ColumnBlock:
+    """Rows of one compute as the kernel gives them."""
+    return ColumnBlock(rows[0].compute_id, rows[0].project_id,
+                       np.array([r.arrival_s for r in rows]), np.array([r.wait_s for r in rows]),
+                       np.array([r.duration_s for r in rows]),
+                       np.array([OUTCOMES.index(r.outcome) for r in rows], dtype=np.int8),
+                       np.array([r.cold for r in rows]))
+
+
+def table_of(rows: list[ConnectionRecord], as_blocks: list[bool]) -> ConnectionTable:
+    """The rows cut into runs of one compute, each a column block or a list of records."""
+    table, run = ConnectionTable(), []
+    for r in rows + [None]:
+        if run and (r is None or r.compute_id != run[0].compute_id):
+            if as_blocks[len(table._parts) % len(as_blocks)]:
+                table.add_block(block(run))
+            else:
+                table.extend(run)
+            run = []
+        if r is not None:
+            run.append(r)
+    return table
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(row, max_size=40), st.lists(st.booleans(), min_size=1, max_size=4))
+def test_a_table_reads_as_its_records(rows: list[ConnectionRecord], as_blocks: list[bool]) -> None:
+    table = table_of(rows, as_blocks)
+    assert len(table) == len(rows)
+    assert list(table) == rows and table == rows
+    assert [table[i] for i in range(len(rows))] == rows
+    if rows:
+        assert table[-1] == rows[-1] and table[1:3] == rows[1:3]
+    columns = table.columns()
+    assert columns["compute_id"].tolist() == [r.compute_id for r in rows]
+    assert [OUTCOMES[c] for c in columns["outcome"]] == [r.outcome for r in rows]
+    assert columns["cold"].tolist() == [r.cold for r in rows]
+    assert table.without_projects({"p-1"}) == [r for r in rows if r.project_id != "p-1"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(row, max_size=40), st.lists(st.booleans(), min_size=1, max_size=4))
+def test_reordered_rows_are_those_rows_in_that_order(rows: list[ConnectionRecord],
+                                                     as_blocks: list[bool]) -> None:
+    table = table_of(rows, as_blocks)
+    code = {cid: i for i, (cid, _) in enumerate(COMPUTES)}
+    _, compute = table.per_row({"p-1": 0, "p-2": 1}, code)
+    order = np.lexsort((np.array([r.arrival_s for r in rows]), compute))
+    assert list(table.reordered(order, compute, COMPUTES)) == [rows[i] for i in order]
+    # a stable sort: rows of one compute at one instant keep their order
+    assert list(table.reordered(order, compute, COMPUTES)) == sorted(
+        rows, key=lambda r: (code[r.compute_id], r.arrival_s))
