@@ -1,0 +1,23 @@
+"""Per-compute wake statistics computed for all computes at once equal numpy's, per compute."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim.metrics.frames import waits_stats
+
+waits = st.lists(st.floats(0.0, 1e4, allow_subnormal=False), max_size=30).map(np.array)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.sampled_from([f"ep-{i}" for i in range(12)]), waits, max_size=12))
+def test_quantiles_of_all_computes_at_once_are_numpys_to_the_bit(found: dict) -> None:
+    stats = waits_stats(found)
+    assert list(stats.index) == sorted(k for k, v in found.items() if len(v))
+    for compute_id, row in stats.iterrows():
+        v = found[compute_id]
+        assert row["wake_p50_s"] == float(np.quantile(v, 0.5))
+        assert row["wake_p99_s"] == float(np.quantile(v, 0.99))
+        assert row["wake_max_s"] == float(np.max(v))
