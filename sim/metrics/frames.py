@@ -226,37 +226,12 @@ def wake_stats(wakes: pd.DataFrame) -> pd.DataFrame:
 
 
 def waits_stats(waits: dict[str, np.ndarray]) -> pd.DataFrame:
-    """`wake_stats` from per-compute arrays of waits (a run that kept no wake rows), for
-    every compute at once: the values `np.quantile` gives each array, to the last bit."""
+    """`wake_stats` from per-compute arrays of waits (a run that kept no wake rows); one
+    partition of each compute's waits for its three figures (the quantile 1 is the max)."""
     ids = sorted(k for k, v in waits.items() if len(v))
-    counts = np.array([len(waits[k]) for k in ids], dtype=np.int64)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-    values = np.concatenate([waits[k] for k in ids]) if ids else np.empty(0)
-    values = values[np.lexsort((values, np.repeat(np.arange(len(ids)), counts)))]
-    return pd.DataFrame(
-        {
-            "wake_p50_s": _sorted_quantile(values, starts, counts, 0.5),
-            "wake_p99_s": _sorted_quantile(values, starts, counts, 0.99),
-            "wake_max_s": values[starts + counts - 1] if ids else np.empty(0),
-        },
-        index=pd.Index(ids, name="compute_id"),
-        dtype=F64,
-    )
-
-
-def _sorted_quantile(values: np.ndarray, starts: np.ndarray, counts: np.ndarray,
-                     q: float) -> np.ndarray:
-    """numpy's default (linear) quantile of each group `values[start:start + count]`
-    (sorted), with its very operations: a virtual index, and `_lerp` from both ends."""
-    h = (counts - 1) * q
-    prev = np.floor(h)
-    top = h >= counts - 1  # numpy takes the last value (index -1) on both sides there
-    gamma = np.where(top, h + 1.0, h - prev)
-    lo = starts + np.where(top, counts - 1, prev).astype(np.int64)
-    hi = starts + np.where(top, counts - 1, prev + 1).astype(np.int64)
-    a, b = values[lo], values[hi]
-    diff = b - a
-    return np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)
+    figures = np.array([np.quantile(waits[k], [0.5, 0.99, 1.0]) for k in ids]).reshape(-1, 3)
+    return pd.DataFrame(figures, index=pd.Index(ids, name="compute_id"),
+                        columns=["wake_p50_s", "wake_p99_s", "wake_max_s"], dtype=F64)
 
 
 def start_timestamp(start_iso: str) -> pd.Timestamp:

@@ -1,4 +1,4 @@
-"""Per-compute wake statistics computed for all computes at once equal numpy's, per compute."""
+"""Per-compute wake figures from one partition of each compute's waits equal numpy's own."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ waits = st.lists(st.floats(0.0, 1e4, allow_subnormal=False), max_size=30).map(np
 
 @settings(max_examples=100, deadline=None)
 @given(st.dictionaries(st.sampled_from([f"ep-{i}" for i in range(12)]), waits, max_size=12))
-def test_quantiles_of_all_computes_at_once_are_numpys_to_the_bit(found: dict) -> None:
+def test_wake_figures_of_each_compute_are_numpys_to_the_bit(found: dict) -> None:
     stats = waits_stats(found)
     assert list(stats.index) == sorted(k for k, v in found.items() if len(v))
     for compute_id, row in stats.iterrows():
