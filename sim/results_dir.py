@@ -119,7 +119,7 @@ def write_run(result: RunResult, scenario: Scenario, scenario_file: Path, out: P
     tables = frames(result)
     totals = summary(tables, result)
     step(PREPARING)
-    write_results(result, out, tables=tables, on_saved=lambda p: step(p.name))
+    write_results(result, out, tables=tables, totals=totals, on_saved=lambda p: step(p.name))
     charts = draw_charts(tables, totals, out, on_saved=lambda p: step(p.name))
     # a copy of the scenario beside its results: the report describes the fleet from it
     shutil.copyfile(scenario_file, out / SCENARIO_FILE)

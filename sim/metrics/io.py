@@ -47,12 +47,13 @@ def _arrow_type(dtype: Any) -> pa.DataType:
 
 def write_results(
     result: RunResult, out_dir: str | Path, *, tables: dict[str, pd.DataFrame] | None = None,
-    on_saved: Callable[[Path], None] | None = None,
+    totals: dict[str, Any] | None = None, on_saved: Callable[[Path], None] | None = None,
 ) -> dict[str, Path]:
     """Write every table, the summary and the run's metadata; returns name -> path.
 
-    Pass `tables` when the frames are already built (they are costly for big fleets);
-    `on_saved` hears of each file as it is written (a progress bar).
+    Pass `tables` and `totals` when the frames and the summary are already built (they
+    are costly for big fleets); `on_saved` hears of each file as it is written (a
+    progress bar).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -65,7 +66,8 @@ def write_results(
 
     paths = {name: saved(write_table(tables[name], name, out / f"{name}.parquet"))
              for name in TABLES}
-    paths["summary"] = saved(_write_json(make_summary(tables, result), out / SUMMARY_FILE))
+    totals = make_summary(tables, result) if totals is None else totals
+    paths["summary"] = saved(_write_json(totals, out / SUMMARY_FILE))
     paths["run"] = saved(_write_json(run_metadata(result), out / RUN_FILE))
     return paths
 
