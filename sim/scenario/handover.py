@@ -43,7 +43,10 @@ from sim.scenario.schema import Scenario
 if TYPE_CHECKING:
     from sim.scenario.fleetpath_run import NamedWorkloads
 
-POLL_S = 1.0  # while an operation of the project is underway, look again this much later
+# While the project is not settled, look again this much later, twice as long each time
+# up to a minute: a project that stays unsettled for days (an archived branch) costs a few
+# thousand looks, not one a second; the hand-over is exact whenever it happens.
+POLL_S, POLL_MAX_S = 1.0, 60.0
 
 
 @dataclass
@@ -120,6 +123,7 @@ def _settled(cp: ControlPlane, project_id: str) -> list[tuple[Compute, Any]] | N
 def _wait_then_take(cp: ControlPlane, project_id: str, at: float, taken: list[Taken],
                     back: dict[str, str]) -> Generator[Any, Any, None]:
     yield cp.env.timeout(at - cp.now)
+    wait = POLL_S
     while True:
         project = cp.projects[project_id]
         if project.deleted_at is not None or project_id in back:
@@ -127,7 +131,8 @@ def _wait_then_take(cp: ControlPlane, project_id: str, at: float, taken: list[Ta
         chosen = _settled(cp, project_id)
         if chosen is not None:
             break
-        yield cp.env.timeout(POLL_S)
+        yield cp.env.timeout(wait)
+        wait = min(2 * wait, POLL_MAX_S)
     quiet: dict[str, float | None] = {"project": project.idle_since}
     project.idle_since = None  # the engine's idle clocks stop here: the kernel's check
     for b in project.branches:  # looks at the whole quiet stretch
