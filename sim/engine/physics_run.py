@@ -21,10 +21,10 @@ import numpy as np
 from sim.engine import physics as k
 from sim.engine.clock import to_us
 from sim.engine.config import ConnectionRecording
-from sim.engine.connection_table import OUTCOMES, ColumnBlock
+from sim.engine.connection_table import ColumnBlock
 from sim.engine.kernel import timeout_at
 from sim.engine.model import Compute, Operation
-from sim.engine.records import Outcome, StateInterval, WakeRecord
+from sim.engine.records import StateInterval, WakeRecord
 from sim.engine.runtime import SessionArrays
 from sim.rules.connections import POOLER_MAX_CLIENTS
 from sim.rules.operations import Action
@@ -42,11 +42,6 @@ _STATUS = {k.SCHEDULING: OperationStatus.SCHEDULING.value, k.RUNNING: OperationS
            k.FAILED: OperationStatus.FAILED.value, k.FINISHED: OperationStatus.FINISHED.value}
 _ACTIONS = {k.START: Action.START_COMPUTE, k.SUSPEND: Action.SUSPEND_COMPUTE,
             k.CHECK: Action.CHECK_AVAILABILITY}
-# the kernel's outcome codes are the connection table's
-assert [OUTCOMES[code] for code in (k.OK, k.REFUSED_TOO_MANY, k.REFUSED_POOLER_FULL,
-                                    k.QUEUE_TIMEOUT, k.DISK_FULL)] == [
-    Outcome.OK, Outcome.REFUSED_TOO_MANY, Outcome.REFUSED_POOLER_FULL, Outcome.QUEUE_TIMEOUT,
-    Outcome.DISK_FULL]
 _CAUSES = {k.BY_CONNECTION: "connection", k.BY_CHECK: "check_availability"}
 
 

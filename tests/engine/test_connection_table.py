@@ -6,7 +6,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.engine.connection_table import OUTCOMES, ColumnBlock, ConnectionRecord, ConnectionTable
+from sim.engine import physics
+from sim.engine.connection_table import (
+    OUTCOMES,
+    ColumnBlock,
+    ConnectionRecord,
+    ConnectionTable,
+    Outcome,
+)
 
 COMPUTES = [("ep-a", "p-1"), ("ep-b", "p-1"), ("ep-c", "p-2")]
 
@@ -69,3 +76,10 @@ def test_reordered_rows_are_those_rows_in_that_order(rows: list[ConnectionRecord
     # a stable sort: rows of one compute at one instant keep their order
     assert list(table.reordered(order, compute, COMPUTES)) == sorted(
         rows, key=lambda r: (code[r.compute_id], r.arrival_s))
+
+
+def test_the_kernels_outcome_codes_name_the_tables_outcomes() -> None:
+    codes = {physics.OK: Outcome.OK, physics.REFUSED_TOO_MANY: Outcome.REFUSED_TOO_MANY,
+             physics.REFUSED_POOLER_FULL: Outcome.REFUSED_POOLER_FULL,
+             physics.QUEUE_TIMEOUT: Outcome.QUEUE_TIMEOUT, physics.DISK_FULL: Outcome.DISK_FULL}
+    assert {code: OUTCOMES[code] for code in codes} == codes
