@@ -108,9 +108,9 @@ class ConnectionTable(Sequence[ConnectionRecord]):
 
     def extend(self, rows: Iterable[ConnectionRecord]) -> None:
         rows = list(rows)
-        if rows:
+        if rows:  # a new list: parts may be shared with the tables this one was made from
             if self._parts and isinstance(self._parts[-1], list):
-                self._parts[-1].extend(rows)
+                self._parts[-1] = self._parts[-1] + rows
             else:
                 self._parts.append(rows)
 
@@ -192,7 +192,8 @@ class ConnectionTable(Sequence[ConnectionRecord]):
                         taken["outcome"][a:b], taken["cold"][a:b])
             for a, b in zip(starts.tolist(), ends.tolist(), strict=True))
 
-    def outcome_names(self, codes: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def outcome_names(codes: np.ndarray) -> np.ndarray:
         return _NAMES[codes]
 
     # -- reading as a list of records ----------------------------------------------------------
