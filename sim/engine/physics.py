@@ -22,7 +22,7 @@ heap of session ends), so numpy cannot vectorise it, and in Python it costs
 what the SimPy engine costs.
 
 The loop works on arrays it is given and nothing else: its heaps are arrays
-(`_push` and `_pop` are `heapq`'s own algorithms, so each heap holds its
+(`sim.engine.row_heaps`: `heapq`'s own algorithms, so each heap holds its
 items in the very order the engine's lists do), and it is compiled without
 numba's reference counting. With it, every array handed to an inlined helper
 costs an atomic increment and decrement, which took more time than the
@@ -35,6 +35,8 @@ import math
 
 import numpy as np
 from numba import njit
+
+from sim.engine.row_heaps import pop, push
 
 INF = math.inf
 
@@ -90,65 +92,13 @@ class Out:
 
 
 @_inline
-def _less(H, h, a, b):
-    """Row a of heap h sorts before row b, as Python compares tuples."""
-    for c in range(3):
-        if H[h, a, c] != H[h, b, c]:
-            return H[h, a, c] < H[h, b, c]
-    return False
-
-
-@_inline
-def _move(H, h, src, dst):
-    for c in range(3):
-        H[h, dst, c] = H[h, src, c]
-
-
-@_inline
-def _sift_down(H, h, start, pos, scratch):
-    """heapq._siftdown, the item to place held in row `scratch`."""
-    while pos > start:
-        parent = (pos - 1) >> 1
-        if _less(H, h, scratch, parent):
-            _move(H, h, parent, pos)
-            pos = parent
-            continue
-        break
-    _move(H, h, scratch, pos)
-
-
-@_inline
 def _push(H, i, h, x0, x1, x2):
-    """heapq.heappush of (x0, x1, x2) on heap h."""
-    scratch = H.shape[1] - 1
-    H[h, scratch, 0] = x0
-    H[h, scratch, 1] = x1
-    H[h, scratch, 2] = x2
-    pos = i[N_OPEN + h]
-    i[N_OPEN + h] = pos + 1
-    _sift_down(H, h, 0, pos, scratch)
+    push(H, h, i, N_OPEN + h, x0, x1, x2)
 
 
 @_inline
 def _pop(H, i, h):
-    """heapq.heappop on heap h, whose smallest item (row 0) the caller has read."""
-    end = i[N_OPEN + h] - 1
-    i[N_OPEN + h] = end
-    if end == 0:
-        return
-    scratch = H.shape[1] - 1
-    _move(H, h, end, scratch)
-    # heapq._siftup: the hole goes down to a leaf, then the last item sifts up into it
-    pos = 0
-    child = 1
-    while child < end:
-        right = child + 1
-        if right < end and not _less(H, h, child, right):
-            child = right
-        _move(H, h, child, pos)
-        pos = child
-        child = 2 * pos + 1
-    _sift_down(H, h, 0, pos, scratch)
+    pop(H, h, i, N_OPEN + h)
 
 
 @_inline
