@@ -73,6 +73,12 @@ class ColumnBlock:
                            self.wait_s[keep], self.duration_s[keep], self.outcome[keep],
                            self.cold[keep])
 
+    def between(self, start: int, stop: int) -> ColumnBlock:
+        """Rows start to stop (not included), as views."""
+        return ColumnBlock(self.compute_id, self.project_id, self.arrival_s[start:stop],
+                           self.wait_s[start:stop], self.duration_s[start:stop],
+                           self.outcome[start:stop], self.cold[start:stop])
+
     def records(self) -> Iterator[ConnectionRecord]:
         n = len(self)
         return map(ConnectionRecord._make, zip(

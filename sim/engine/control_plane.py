@@ -27,14 +27,7 @@ from sim.engine.executor import Executor, Hook
 from sim.engine.ids import IdFactory
 from sim.engine.lifecycle import Lifecycle, is_on
 from sim.engine.model import USER_ID, Branch, Compute, Operation, Project
-from sim.engine.records import (
-    ComputeRow,
-    ConnectionTable,
-    OperationRow,
-    Recorder,
-    RunResult,
-    summarise_events,
-)
+from sim.engine.records import ComputeRow, OperationRow, Recorder, RunResult, summarise_events
 from sim.engine.roles import RoleVerbs
 from sim.engine.streams import Streams
 from sim.rules import roles as role_rules
@@ -416,8 +409,7 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
             name=name, seed=self.seed, start_iso=self.clock.iso(0.0) or "",
             duration_s=duration_s, price_per_cu_hour=price_per_cu_hour, computes=rows,
             operations=ops, intervals=kept(rec.intervals),
-            connections=ConnectionTable([list(rec.connections), *rec.connection_blocks]
-                                        ).without_projects(set(exclude)),
+            connections=rec.connection_table().without_projects(set(exclude)),
             wakes=kept(rec.wakes), assumptions=dict(assumptions or {}),
         )
         result.projects = {p.id: (p.key, p.created_at) for p in projects.values()}

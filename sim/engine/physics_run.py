@@ -355,14 +355,25 @@ def _connections(cp: ControlPlane, adv: Advanced, engine_next: bool) -> list[int
     arrival, duration = adv.sessions.arrival_s[idx], adv.sessions.duration_s[idx]
     rows = ColumnBlock(c.id, c.project_id, arrival, wait.copy(), duration, outcome.copy(),
                        cold.copy())
+    recorder = cp.recorder
     if not engine_next:
-        cp.recorder.connection_blocks.append(rows)
+        recorder.add_connection_block(rows)
         return []
+    # In record order (a burst's rows at one instant keep it through the canonical sort):
+    # each run of rows that ended stays columns, each run of open ones becomes records.
     open_ = (outcome == k.OK) & (arrival + wait + duration > cp.now)
-    cp.recorder.connection_blocks.append(rows.where(~open_))
-    first = len(cp.recorder.connections)
-    cp.recorder.connections.extend(rows.where(open_).records())
-    return list(range(first, len(cp.recorder.connections)))
+    bounds = [0, *(np.flatnonzero(open_[1:] != open_[:-1]) + 1).tolist(), len(open_)]
+    open_at: list[int] = []
+    for start, stop in zip(bounds[:-1], bounds[1:], strict=True):
+        if start == stop:
+            continue
+        if open_[start]:
+            open_at.extend(range(len(recorder.connections),
+                                 len(recorder.connections) + stop - start))
+            recorder.connections.extend(rows.between(start, stop).records())
+        else:
+            recorder.add_connection_block(rows.between(start, stop))
+    return open_at
 
 
 def longest_quiet(starts: np.ndarray, ends: np.ndarray, until: float) -> float:

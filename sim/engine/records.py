@@ -54,8 +54,9 @@ class Recorder:
     intervals: list[StateInterval] = field(default_factory=list)
     #: rows the SimPy engine records, one by one (a cut session's row is replaced)
     connections: list[ConnectionRecord] = field(default_factory=list)
-    #: rows the compute kernel gives, a block of columns per compute
-    connection_blocks: list[ColumnBlock] = field(default_factory=list)
+    #: rows the compute kernel gives, as blocks of columns, each with how many of
+    #: `connections` were recorded before it (see `connection_table`)
+    connection_blocks: list[tuple[int, ColumnBlock]] = field(default_factory=list)
     wakes: list[WakeRecord] = field(default_factory=list)
     #: what the fleet path adds when events are not recorded as rows
     on_ns: np.ndarray | None = None  # per minute (see `per_minute_ns`)
@@ -66,6 +67,22 @@ class Recorder:
     #: each fold costs a pass over every minute of the run)
     pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     pending_rows: int = 0
+
+    def add_connection_block(self, block: ColumnBlock) -> None:
+        if len(block):
+            self.connection_blocks.append((len(self.connections), block))
+
+    def connection_table(self) -> ConnectionTable:
+        """Every connection row in the order it was recorded, the engine's records and the
+        kernel's blocks interleaved: a stable sort keeps that order among rows of one compute
+        at one instant (a burst), so the fleet path's rows sort as the engine's do."""
+        parts: list[ColumnBlock | list[ConnectionRecord]] = []
+        done = 0
+        for before, block in self.connection_blocks:
+            parts += [self.connections[done:before], block]
+            done = before
+        parts.append(self.connections[done:])
+        return ConnectionTable(parts)
 
     def add_minutes(self, start: np.ndarray, end: np.ndarray, cu: np.ndarray,
                     duration_s: float, batch: int = 500_000) -> None:

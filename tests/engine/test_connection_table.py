@@ -14,6 +14,7 @@ from sim.engine.connection_table import (
     ConnectionTable,
     Outcome,
 )
+from sim.engine.records import Recorder
 
 COMPUTES = [("ep-a", "p-1"), ("ep-b", "p-1"), ("ep-c", "p-2")]
 
@@ -83,3 +84,19 @@ def test_the_kernels_outcome_codes_name_the_tables_outcomes() -> None:
              physics.REFUSED_POOLER_FULL: Outcome.REFUSED_POOLER_FULL,
              physics.QUEUE_TIMEOUT: Outcome.QUEUE_TIMEOUT, physics.DISK_FULL: Outcome.DISK_FULL}
     assert {code: OUTCOMES[code] for code in codes} == codes
+
+
+def test_a_recorders_table_keeps_the_order_rows_were_recorded_in() -> None:
+    """The kernel's blocks sit between the engine's records as they came, and a record the
+    engine replaces later (a cut session) is read as replaced."""
+    a = [ConnectionRecord("ep-a", "p-1", float(t), 0.0, 60.0, Outcome.OK, False) for t in range(4)]
+    b = [ConnectionRecord("ep-b", "p-1", float(t), 0.0, 60.0, Outcome.OK, True) for t in range(3)]
+    recorder = Recorder()
+    recorder.connections.append(a[0])
+    recorder.add_connection_block(block(b[:2]))
+    recorder.connections += a[1:3]
+    recorder.add_connection_block(block(b[2:]))
+    recorder.add_connection_block(block(b[:1]).where(np.zeros(1, bool)))  # no rows: no part
+    recorder.connections.append(a[3])
+    recorder.connections[1] = cut = a[1]._replace(outcome=Outcome.DROPPED, duration_s=5.0)
+    assert recorder.connection_table() == [a[0], *b[:2], cut, a[2], b[2], a[3]]

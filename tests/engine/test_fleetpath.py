@@ -190,6 +190,27 @@ def test_a_project_quiet_long_enough_to_detach_alone_takes_the_engine(
         pd.testing.assert_frame_equal(table, engine_tables[name], check_exact=True, obj=name)
 
 
+def test_a_burst_open_at_a_scripted_call_keeps_the_engines_row_order(
+        tmp_path, fallbacks: list[str]) -> None:
+    """Rows of one compute at one instant keep the order they were recorded in: when the
+    kernel gives a compute to the engine, a burst's ended and still-open rows interleave."""
+    trace = tmp_path / "burst.csv"
+    trace.write_text("time\n" + "100\n" * 40 + "3700\n" * 40)
+    doc = {"name": "burst-at-call", "duration": "2h", "projects": [{
+        "name": "app", "count": 2, "branches": [{"name": "main", "computes": [{
+            "type": "read_write", "size": {"cu": 0.25}, "workload": {
+                "arrivals": {"kind": "replay", "path": str(trace)},
+                "session": {"dist": "exponential", "mean_s": 60}}}]}]}],
+        "actions": [{"at": "130s", "call": "PATCH /projects/{app[0]}/endpoints/{app[0].main.read_write}",
+                     "body": {"endpoint": {"suspend_timeout_seconds": 60}}}]}
+    scenario = parse_scenario(doc)
+    result = runner.run_scenario(scenario)
+    assert result.roads == {"fleet path": 1, "fleet path but for its scripted calls": 1}
+    engine_tables = canonical(runner.run_scenario(scenario, fleet_path=False))
+    for name, table in canonical(result).items():
+        pd.testing.assert_frame_equal(table, engine_tables[name], check_exact=True, obj=name)
+
+
 def test_the_random_workloads_exercise_every_rule_on_the_fleet_path(fallbacks: list[str]) -> None:
     """The equality above is evidence for each rule only if the kernel met it."""
     seen = dict.fromkeys(["refused", "queued", "queue_timeouts", "disk_full", "resizes",
