@@ -114,11 +114,8 @@ class ConnectionTable(Sequence[ConnectionRecord]):
 
     def extend(self, rows: Iterable[ConnectionRecord]) -> None:
         rows = list(rows)
-        if rows:  # a new list: parts may be shared with the tables this one was made from
-            if self._parts and isinstance(self._parts[-1], list):
-                self._parts[-1] = self._parts[-1] + rows
-            else:
-                self._parts.append(rows)
+        if rows:  # a part of its own: no list another table shares is changed, none copied
+            self._parts.append(rows)
 
     def __iadd__(self, rows: Iterable[ConnectionRecord]) -> ConnectionTable:
         self.extend(rows)
