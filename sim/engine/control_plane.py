@@ -81,6 +81,9 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         self.checked_branches: dict[str, float] = {}
         #: branches whose check loop ended because the compute kernel took their checks
         self.ended_checks: set[str] = set()
+        #: projects whose storage lifecycle is replayed from their computes' kernel runs
+        #: (sim.engine.storage_replay): their idle clocks ring here without effect
+        self.kernel_storage: set[str] = set()
         self.auth = ManagedAuth(self)
 
     # -- time ----------------------------------------------------------------

@@ -169,6 +169,8 @@ class Lifecycle:
         ev.callbacks.append(lambda _ev: fn())
 
     def _maybe_detach(self: ControlPlane, project: Project, since: float) -> None:
+        if project.id in self.kernel_storage:
+            return  # replayed with its computes' kernel runs (sim.engine.storage_replay)
         if project.deleted_at is not None or project.detached or project.idle_since != since:
             return
 
@@ -185,6 +187,8 @@ class Lifecycle:
         if branch.idle_since != since:
             return
         project = self.projects[branch.project_id]
+        if project.id in self.kernel_storage:
+            return
 
         def archiving(_op: Operation) -> None:
             branch.archived = True

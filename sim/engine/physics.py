@@ -68,8 +68,11 @@ N_FLOATS = 24
 # integer state
 (CUR, PENDING, IV_STATE, NEXT_ARR, WAKE_CAUSE, SESSIONS, REFUSED, QUEUED, QUEUE_TIMEOUTS,
  DISK_FULLS, COLD_STARTS, SUSPENDS, PEAK, N_REC, N_OPS, N_IV, N_WAKE, LANE_HEAD, LANE_TAIL,
- OP_EVT_KIND, N_SPAN, ON, TIE, WAITING, N_OPEN, N_SERVER, N_CLIENT, N_TEMP, N_LOAD) = range(29)
-N_INTS = 29
+ OP_EVT_KIND, N_SPAN, ON, TIE, WAITING, N_OPEN, N_SERVER, N_CLIENT, N_TEMP, N_LOAD,
+ GATE_NEXT) = range(30)
+N_INTS = 30
+# what the compute lane's pending event is (i[OP_EVT_KIND])
+NO_EVENT, ATTEMPT_DONE, RETRY, GATE_OPEN = 0, 1, 2, 3
 # the heaps: rows of H, each item a row of three floats compared as Python compares tuples
 # (open, server and client ends are (end, 0, 0); temporary files (end, bytes, 0); load
 # (end, cpu, memory)); the item count of heap h is i[N_OPEN + h]
@@ -250,12 +253,13 @@ def _try_start(f, i, lane, op_action, op_status, op_updated, rng, dk, da, db):
             i[PENDING] = IDLE
     f[OP_EVT_T] = f[NOW] + _draw(rng, dk[a], da[a], db[a])
     f[OP_SCHED] = f[NOW]
-    i[OP_EVT_KIND] = 1
+    i[OP_EVT_KIND] = ATTEMPT_DONE
 
 
 @_call
-def _submit(f, i, action, lane, op_action, op_created, op_status, op_failures, op_updated,
-            op_finished, op_sched, rng, dk, da, db):
+def _enqueue(f, i, action, lane, op_action, op_created, op_status, op_failures, op_updated,
+             op_finished, op_sched):
+    """Executor.submit up to starting: the operation is created and joins the lane."""
     k = i[N_OPS]
     i[N_OPS] = k + 1
     op_action[k] = action
@@ -267,6 +271,13 @@ def _submit(f, i, action, lane, op_action, op_created, op_status, op_failures, o
     op_sched[k] = f[CUR_SCHED]  # when the event that created it was scheduled: ties' order
     lane[i[LANE_TAIL]] = k
     i[LANE_TAIL] += 1
+
+
+@_call
+def _submit(f, i, action, lane, op_action, op_created, op_status, op_failures, op_updated,
+            op_finished, op_sched, rng, dk, da, db):
+    _enqueue(f, i, action, lane, op_action, op_created, op_status, op_failures, op_updated,
+             op_finished, op_sched)
     if i[LANE_TAIL] - i[LANE_HEAD] == 1:
         _try_start(f, i, lane, op_action, op_status, op_updated, rng, dk, da, db)
 
@@ -287,21 +298,39 @@ def _activated(f, i, p, valid, arr, dur, cpu, mem, tmp, waiting, H, rec_idx, rec
 
 @_call
 def _wake(f, i, cause, sp_start, lane, op_action, op_created, op_status, op_failures,
-          op_updated, op_finished, op_sched, rng, dk, da, db):
-    """Lifecycle.wake: heading for active, a start_compute submitted."""
+          op_updated, op_finished, op_sched, rng, dk, da, db, gate_t, gate_g):
+    """Lifecycle.wake: heading for active, a start_compute submitted.
+
+    A wake at an instant of `gate_t` finds its project's storage lane busy (a reattach, an
+    unarchive, another branch's work): its start waits, scheduled, until the matching
+    instant of `gate_g`, and only then begins (and draws its duration)."""
     i[PENDING] = ACTIVE
     f[WAKE_AT] = f[NOW]
     i[WAKE_CAUSE] = cause
     if i[ON] == 0:  # the project's storage counts it as on from here
         sp_start[i[N_SPAN]] = f[NOW]
         i[ON] = 1
+    j = i[GATE_NEXT]
+    while j < len(gate_t) and gate_t[j] < f[NOW]:
+        j += 1  # a gate for a wake that did not happen: the caller sees it and runs again
+    if j < len(gate_t) and gate_t[j] == f[NOW]:
+        i[GATE_NEXT] = j + 1
+        if i[LANE_TAIL] != i[LANE_HEAD]:
+            i[TIE] = 1  # never seen: a wake finds its own lane busy
+        _enqueue(f, i, START, lane, op_action, op_created, op_status, op_failures,
+                 op_updated, op_finished, op_sched)
+        f[OP_EVT_T] = gate_g[j]
+        f[OP_SCHED] = f[NOW]
+        i[OP_EVT_KIND] = GATE_OPEN
+        return
+    i[GATE_NEXT] = j
     _submit(f, i, START, lane, op_action, op_created, op_status, op_failures, op_updated,
             op_finished, op_sched, rng, dk, da, db)
 
 
 @njit(cache=True)
 def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, server0, client0,
-            temp0, load0):
+            temp0, load0, gate_t, gate_g):
     """Run one compute to the end of the run, from its creation's start or from a state.
 
     From creation (p[P_RESUME] == 0): the start that creation began finishes at
@@ -351,7 +380,8 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
     H[LOAD_H, :len(load0), :] = load0
     i[N_LOAD] = len(load0)
     i[WAITING] = 0
-    _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiting,
+    i[GATE_NEXT] = 0
+    _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiting, gate_t, gate_g,
               rec_idx, rec_wait, rec_outcome, rec_cold,
               op_action, op_created, op_status, op_failures, op_updated, op_finished, op_sched,
               iv_state, iv_cu, iv_start, iv_end, wk_at, wk_cause, wk_wait, sp_start, sp_end, lane)
@@ -368,7 +398,7 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
 
 
 @_loop
-def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiting,
+def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiting, gate_t, gate_g,
               rec_idx, rec_wait, rec_outcome, rec_cold,
               op_action, op_created, op_status, op_failures, op_updated, op_finished, op_sched,
               iv_state, iv_cu, iv_start, iv_end, wk_at, wk_cause, wk_wait, sp_start, sp_end, lane):
@@ -442,7 +472,7 @@ def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiti
             d_given = False
         # -- the next event, and a refusal to guess the order of simultaneous ones
         t_fire = f[FIRE_T] if f[ARMED_AT] < INF else INF
-        t_op = f[OP_EVT_T] if i[OP_EVT_KIND] != 0 else INF
+        t_op = f[OP_EVT_T] if i[OP_EVT_KIND] != NO_EVENT else INF
         t_tick = f[TICK_T] if every > 0 else INF
         t = min(t_fire, t_op, t_tick)
         if not t < until:
@@ -480,7 +510,7 @@ def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiti
                     if i[CUR] == IDLE and i[PENDING] == NONE:
                         _wake(f, i, BY_CONNECTION, sp_start, lane, op_action, op_created,
                               op_status, op_failures, op_updated, op_finished, op_sched,
-                              rng, dk, da, db)
+                              rng, dk, da, db, gate_t, gate_g)
                     continue
                 _admit(f, i, p, valid, s, a, a, dur[s], cpu[s], mem[s], tmp[s], False, H,
                        rec_idx, rec_wait, rec_outcome, rec_cold)
@@ -513,14 +543,18 @@ def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiti
         elif t == t_op:
             f[CUR_SCHED] = f[OP_SCHED]
             k = lane[i[LANE_HEAD]]
-            if i[OP_EVT_KIND] == 2:
+            if i[OP_EVT_KIND] == GATE_OPEN:
+                # the storage work it waited for ended: Executor._try_start
+                _try_start(f, i, lane, op_action, op_status, op_updated, rng, dk, da, db)
+                continue
+            if i[OP_EVT_KIND] == RETRY:
                 # Executor._retry
                 op_status[k] = RUNNING
                 op_updated[k] = now
                 a = op_action[k]
                 f[OP_EVT_T] = now + _draw(rng, dk[a], da[a], db[a])
                 f[OP_SCHED] = now
-                i[OP_EVT_KIND] = 1
+                i[OP_EVT_KIND] = ATTEMPT_DONE
                 continue
             # Executor._attempt_done
             if p[P_FAIL_RATE] > 0 and rng.random() < p[P_FAIL_RATE]:
@@ -529,14 +563,14 @@ def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiti
                 op_failures[k] += 1
                 f[OP_EVT_T] = now + p[P_BACKOFF]
                 f[OP_SCHED] = now
-                i[OP_EVT_KIND] = 2
+                i[OP_EVT_KIND] = RETRY
                 continue
             op_status[k] = FINISHED
             op_updated[k] = now
             op_finished[k] = now
             # _finish: free the lane, start what waited
             i[LANE_HEAD] += 1
-            i[OP_EVT_KIND] = 0
+            i[OP_EVT_KIND] = NO_EVENT
             if i[LANE_TAIL] > i[LANE_HEAD]:
                 _try_start(f, i, lane, op_action, op_status, op_updated, rng, dk, da, db)
             a = op_action[k]
@@ -567,7 +601,7 @@ def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiti
                     # clients arrived while it was suspending: it stays on for them
                     _wake(f, i, BY_CONNECTION, sp_start, lane, op_action, op_created,
                           op_status, op_failures, op_updated, op_finished, op_sched,
-                          rng, dk, da, db)
+                          rng, dk, da, db, gate_t, gate_g)
                 elif i[PENDING] != ACTIVE:
                     sp_end[i[N_SPAN]] = now  # went quiet: the project's idle clock starts
                     i[N_SPAN] += 1
@@ -580,7 +614,7 @@ def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiti
             f[TICK_T] = now + every
             if i[CUR] == IDLE and i[PENDING] == NONE:
                 _wake(f, i, BY_CHECK, sp_start, lane, op_action, op_created, op_status,
-                      op_failures, op_updated, op_finished, op_sched, rng, dk, da, db)
+                      op_failures, op_updated, op_finished, op_sched, rng, dk, da, db, gate_t, gate_g)
             f[QUIET_SINCE] = now  # background activity resets the countdown
             _submit(f, i, CHECK, lane, op_action, op_created, op_status, op_failures,
                     op_updated, op_finished, op_sched, rng, dk, da, db)

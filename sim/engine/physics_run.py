@@ -150,11 +150,25 @@ def _state(c: Compute) -> tuple[np.ndarray, np.ndarray]:
 _NO_HEAPS = (np.empty(0), np.empty(0), np.empty(0), np.empty((0, 2)), np.empty((0, 3)))
 
 
+class Gates(NamedTuple):
+    """Wakes whose start waits for the project's storage lane: at wake instant `at[j]`, the
+    start_compute stays scheduled until `until[j]` (both ascending)."""
+
+    at: np.ndarray
+    until: np.ndarray
+
+    @classmethod
+    def none(cls) -> Gates:
+        return cls(np.empty(0), np.empty(0))
+
+
 def _run(cp: ControlPlane, c: Compute, sessions: Sessions, p: np.ndarray, f: np.ndarray,
-         i: np.ndarray, heaps: tuple[np.ndarray, ...]) -> dict[str, np.ndarray]:
+         i: np.ndarray, heaps: tuple[np.ndarray, ...], gates: Gates | None = None
+         ) -> dict[str, np.ndarray]:
     dk, da, db = _durations(cp)
+    gates = gates or Gates.none()
     result = k.advance(*sessions, p, _VALID, cp.streams.get(f"ops/{c.key}"), dk, da, db, f, i,
-                       *heaps)
+                       *heaps, gates.at, gates.until)
     out = dict(zip(k.Out.NAMES, result, strict=True))
     if out["i"][k.TIE]:
         raise Tie("two events of a compute at the same instant")
@@ -162,17 +176,19 @@ def _run(cp: ControlPlane, c: Compute, sessions: Sessions, p: np.ndarray, f: np.
 
 
 def advance_compute(cp: ControlPlane, c: Compute, sessions: Sessions, until: float,
-                    checks: tuple[float, float] | None) -> Advanced:
+                    checks: tuple[float, float] | None, gates: Gates | None = None
+                    ) -> Advanced:
     """Run compute `c` (started by its creation, then left alone by the engine) to `until`.
 
     `checks`: (when its branch's availability checks began, their period), when the
-    checks of its branch fall on it. Raises Tie."""
+    checks of its branch fall on it; `gates`: its wakes that wait for storage work.
+    Raises Tie."""
     rt = c.runtime
     assert rt is not None and rt.activated_at is not None
     assert c.current_state == _STATES[k.ACTIVE] and c.pending_state is None
     f, i = _state(c)
     out = _run(cp, c, sessions, _params(cp, c, rt.activated_at, until, checks, False), f, i,
-               _NO_HEAPS)
+               _NO_HEAPS, gates)
     n_span = int(out["i"][k.N_SPAN])
     starts = out["sp_start"][:n_span].copy()
     starts[0] = c.created_at
@@ -418,6 +434,6 @@ def _operations(cp: ControlPlane, adv: Advanced) -> list[Operation]:
     return ops
 
 
-__all__ = ["Advanced", "Handover", "Sessions", "Tie", "advance_compute", "advance_to_call",
+__all__ = ["Advanced", "Gates", "Handover", "Sessions", "Tie", "advance_compute", "advance_to_call",
            "apply_advanced", "can_resume", "give_to_engine", "hand_over", "longest_quiet", "op_order",
            "resume_compute", "settled"]

@@ -25,6 +25,7 @@ from sim.engine.lifecycle import checked_compute
 from sim.engine.model import Compute, Operation
 from sim.engine.physics_run import (
     Advanced,
+    Gates,
     Sessions,
     Tie,
     advance_compute,
@@ -33,11 +34,21 @@ from sim.engine.physics_run import (
     op_order,
     resume_compute,
 )
+from sim.engine.storage_replay import (
+    Replayed,
+    StorageTie,
+    replay_storage,
+    settle_storage,
+    storage_operations,
+)
 from sim.scenario.handover import Taken
 from sim.scenario.references import body_references, parse_reference
 from sim.scenario.schema import ComputeSpec, Scenario
 
 FLEET_PATH = "fleet path"
+#: rounds of kernel and storage replay before a project is left to the engine; two or three
+#: settle it (a round moves only what followed a gate that changed)
+STORAGE_ROUNDS = 8
 
 
 class HandBack(Exception):
@@ -127,24 +138,64 @@ def checks_of(cp: ControlPlane, c: Compute) -> tuple[float, float] | None:
 
 def _advance_project(cp: ControlPlane, scenario: Scenario,
                      group: Sequence[tuple[Compute, ComputeSpec]], until: float
-                     ) -> list[Advanced]:
-    advanced = []
+                     ) -> tuple[list[Advanced], Replayed | None]:
+    """Run a project's computes to `until`, with its storage lifecycle replayed between them:
+    the kernel runs them, the replay finds which wakes wait for the storage lane, and the
+    two go round until the replay gives back the gates the kernel ran with."""
+    project = cp.projects[group[0][0].project_id]
+    runs = []
     for c, spec in group:
         rt = c.runtime
         assert rt is not None and rt.external
         if rt.activated_at is None:
             raise HandBack("not active within the run")
+        rng = cp.streams.get(f"ops/{c.key}")  # each round draws its numbers again
+        runs.append((c, compute_sessions(scenario, cp, c, spec), rng, rng.bit_generator.state))
+    ranks = {c.id: _check_rank(cp, c) for c, _ in group}
+    gates: dict[str, Gates] = {}
+    advanced: dict[str, Advanced] = {}
+    stale = {c.id for c, _, _, _ in runs}
+    for _ in range(STORAGE_ROUNDS):
+        for c, sessions, rng, state in runs:
+            if c.id not in stale:
+                continue
+            rng.bit_generator.state = state
+            try:
+                advanced[c.id] = advance_compute(cp, c, sessions, until, checks_of(cp, c),
+                                                 gates.get(c.id))
+            except Tie as err:
+                raise HandBack(str(err)) from None
         try:
-            advanced.append(advance_compute(cp, c, compute_sessions(scenario, cp, c, spec),
-                                            until, checks_of(cp, c)))
-        except Tie as err:
+            replayed = replay_storage(cp, project, list(advanced.values()), until, ranks)
+        except StorageTie as err:
             raise HandBack(str(err)) from None
-    _check_storage(cp, advanced, until)
-    return advanced
+        found = {} if replayed is None else replayed.gates
+        stale = {cid for cid in found.keys() | gates.keys()
+                 if not _same_gates(found.get(cid), gates.get(cid))}
+        if not stale:
+            done = [advanced[c.id] for c, _ in group]
+            if replayed is not None:
+                _check_storage_instants(done, replayed)
+            return done, replayed
+        gates = found
+    raise HandBack("the storage lane and the computes' wakes did not settle")
+
+
+def _same_gates(a: Gates | None, b: Gates | None) -> bool:
+    a, b = a or Gates.none(), b or Gates.none()
+    return np.array_equal(a.at, b.at) and np.array_equal(a.until, b.until)
+
+
+def _check_storage_instants(advanced: list[Advanced], replayed: Replayed) -> None:
+    """A detach or archive made at the very instant a compute made an operation, by events
+    scheduled at one instant too: which came first is not known here."""
+    made = {key for adv in advanced for key in op_order(adv)}
+    if any(op.order[2] < 0 and op.order[:2] in made for op in replayed.ops):
+        raise HandBack("storage work made at the instant of a compute's operation")
 
 
 def _resume_project(cp: ControlPlane, taken: Taken, workloads: NamedWorkloads, until: float
-                    ) -> list[Advanced]:
+                    ) -> tuple[list[Advanced], None]:
     advanced = []
     for h in taken.handovers:
         c = h.compute
@@ -153,7 +204,7 @@ def _resume_project(cp: ControlPlane, taken: Taken, workloads: NamedWorkloads, u
         except Tie as err:
             raise HandBack(str(err)) from None
     _check_storage(cp, advanced, until, taken.quiet_since)
-    return advanced
+    return advanced, None
 
 
 def run_fleet_path(cp: ControlPlane, scenario: Scenario,
@@ -176,13 +227,18 @@ def run_fleet_path(cp: ControlPlane, scenario: Scenario,
         try:
             if isinstance(job, Taken):
                 assert workloads is not None
-                advanced = _resume_project(cp, job, workloads, until)
+                advanced, replayed = _resume_project(cp, job, workloads, until)
             else:
-                advanced = _advance_project(cp, scenario, job, until)
+                advanced, replayed = _advance_project(cp, scenario, job, until)
         except HandBack as err:
             handed_back[project_id] = str(err)
             continue
         created = []
+        if replayed is not None:
+            project = cp.projects[project_id]
+            if cp.config.record_events:
+                created += [(*order, op) for order, op in storage_operations(cp, project, replayed)]
+            settle_storage(cp, project, replayed)
         for adv in advanced:
             ops = apply_advanced(cp, adv)
             if not ops:  # events not recorded: no operation was built

@@ -236,6 +236,7 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
             external += built
         else:
             placed += built
+    cp.kernel_storage = {c.project_id for c, _ in external}
     workloads = NamedWorkloads(scenario, {c.id: spec for c, spec in placed})
     back: dict[str, str] = {}  # project id -> why the engine runs it alone
     taken: list[Taken] = []

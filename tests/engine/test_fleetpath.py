@@ -172,7 +172,7 @@ def test_refused_connections_are_computed_by_the_kernel(fallbacks: list[str]) ->
         pd.testing.assert_frame_equal(table, engine_tables[name], check_exact=True, obj=name)
 
 
-def test_a_project_quiet_long_enough_to_detach_alone_takes_the_engine(
+def test_a_project_quiet_long_enough_to_detach_stays_on_the_fleet_path(
         fallbacks: list[str]) -> None:
     doc = fleet_doc(burst_count=0, quiet_count=3)
     doc["projects"] = [p for p in doc["projects"] if p["count"]]
@@ -182,9 +182,10 @@ def test_a_project_quiet_long_enough_to_detach_alone_takes_the_engine(
     doc["engine"]["detach_after"] = "1h"
     scenario = parse_scenario(doc)
     result = runner.run_scenario(scenario)
-    assert fallbacks == ["the project would be detached or a branch archived"]
-    assert result.roads == {"engine: handed back by the fleet path": 1, "fleet path": 3}
-    assert any(row.action == "tenant_detach" for row in result.operations)
+    assert fallbacks == []
+    assert result.roads == {"fleet path": 4}
+    actions = {row.action for row in result.operations}
+    assert {"tenant_detach", "tenant_reattach"} <= actions
     engine_tables = canonical(runner.run_scenario(scenario, fleet_path=False))
     for name, table in canonical(result).items():
         pd.testing.assert_frame_equal(table, engine_tables[name], check_exact=True, obj=name)

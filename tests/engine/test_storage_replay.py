@@ -1,0 +1,139 @@
+"""A project's storage lifecycle on the fleet path: detaching, archiving, reattaching and
+unarchiving replayed from the computes' kernel runs give the SimPy engine's results."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sim.scenario.runner as runner
+from sim.scenario.loader import load_scenario, parse_scenario
+
+from .test_fleetpath import canonical, fallbacks, random_compute, random_distribution  # noqa: F401
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+IDLE_PRONE = [  # workloads that go quiet for hours: long enough to detach and archive
+    {"arrivals": {"kind": "bursty", "on_per_hour": 90, "off_per_hour": 0, "mean_on": "20m",
+                  "mean_off": "5h"}, "session": {"dist": "exponential", "mean_s": 40}},
+    {"arrivals": {"kind": "periodic", "every": "3h", "jitter": "20m"},
+     "session": {"dist": "lognormal", "mean_s": 120, "sigma": 0.5}},
+    {"arrivals": {"kind": "poisson", "per_hour": 0.4},
+     "session": {"dist": "fixed", "mean_s": 30}},
+]
+
+
+def idle_compute(rng: np.random.Generator, ctype: str) -> dict:
+    spec = random_compute(rng, ctype)
+    if rng.random() < 0.7:
+        spec["workload"] = dict(IDLE_PRONE[int(rng.integers(len(IDLE_PRONE)))])
+    if spec.get("suspend_timeout_seconds") in (0, -1) and rng.random() < 0.8:
+        spec["suspend_timeout_seconds"] = 60  # scale to zero, or nothing ever goes quiet
+    return spec
+
+
+def storage_scenario(seed: int) -> dict:
+    """A random fleet whose projects detach and whose branches archive within the run:
+    several branches, some without a compute, a branch with two computes, checks that
+    fall on every branch at once, short idle periods and slow storage work."""
+    rng = np.random.default_rng(10_000 + seed)
+    projects = []
+    for p in range(int(rng.integers(1, 4))):
+        branches = [{"name": "main", "computes": [idle_compute(rng, "read_write")]}]
+        for b in range(int(rng.integers(0, 4))):
+            computes = [] if rng.random() < 0.25 else [idle_compute(rng, "read_write")]
+            if computes and rng.random() < 0.3:
+                computes.append(idle_compute(rng, "read_only"))
+            branches.append({"name": f"dev{b}", "computes": computes})
+        projects.append({"name": f"s{p}", "count": int(rng.integers(1, 4)), "branches": branches})
+    slow = {"dist": "lognormal", "mean_s": float(round(rng.uniform(2, 40), 2)), "sigma": 0.6}
+    engine: dict = {
+        "cold_start": random_distribution(rng, 2.0),
+        "operation_durations": {a: dict(slow) for a in (
+            "tenant_detach", "tenant_reattach", "timeline_archive", "timeline_unarchive")},
+        "detach_after": str(rng.choice(["30m", "2h", "5h"])),
+        "archive_after": str(rng.choice(["1h", "3h", "8h"])),
+    }
+    if rng.random() < 0.2:
+        engine["detach_after"] = None
+    if rng.random() < 0.5:
+        engine["check_availability_every"] = str(rng.choice(["2h", "6h", "10h"]))
+    return {
+        "name": f"storage-{seed}", "seed": seed, "duration": f"{int(rng.integers(24, 96))}h",
+        "record_connections": str(rng.choice(["all", "sampled"])),
+        "record_events": "all", "connection_sample_rate": 0.3, "engine": engine,
+        "faults": {"operation_failure_rate": float(rng.choice([0.0, 0.0, 0.1]))},
+        "projects": projects,
+    }
+
+
+def assert_same_tables(scenario) -> runner.RunResult:
+    result = runner.run_scenario(scenario)
+    engine = canonical(runner.run_scenario(scenario, fleet_path=False))
+    for name, table in canonical(result).items():
+        pd.testing.assert_frame_equal(table, engine[name], check_exact=True, obj=name)
+    return result
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_storage_replayed_on_the_fleet_path_equals_the_engine(seed: int,
+                                                              fallbacks: list[str]) -> None:
+    assert_same_tables(parse_scenario(storage_scenario(seed)))
+
+
+def test_the_storage_workloads_exercise_every_storage_rule(fallbacks: list[str]) -> None:
+    """The equality above is evidence only if the replay met each rule on the fleet path."""
+    seen: Counter[str] = Counter()
+    computes = kernel = 0
+    for seed in range(0, 60, 2):
+        result = runner.run_scenario(parse_scenario(storage_scenario(seed)))
+        computes += sum(result.roads.values())
+        kernel += result.roads.get("fleet path", 0)
+        for op in result.operations:
+            if op.action.startswith(("tenant_", "timeline_archive", "timeline_unarchive")):
+                seen[f"{op.action} {op.status}"] += 1
+        seen["failed storage attempts"] += sum(
+            op.failures_count for op in result.operations if op.endpoint_id is None)
+    assert kernel >= 0.9 * computes, (kernel, computes, Counter(fallbacks))
+    for rule in ("tenant_detach finished", "tenant_reattach finished",
+                 "timeline_archive finished", "timeline_unarchive finished",
+                 "failed storage attempts"):
+        assert seen[rule] > 0, (rule, seen)
+
+
+def test_dev_branches_runs_its_unnamed_projects_on_the_fleet_path(fallbacks: list[str]) -> None:
+    result = assert_same_tables(load_scenario(SCENARIOS / "dev-branches.yaml"))
+    assert fallbacks == []
+    assert result.roads["fleet path"] == 59
+    actions = Counter(op.action for op in result.operations)
+    assert actions["tenant_reattach"] > 0 and actions["timeline_unarchive"] > 0
+
+
+def test_a_wake_skips_a_queued_archive_and_waits_for_the_detach_then_the_reattach(
+        fallbacks: list[str]) -> None:
+    """The dev branch goes quiet last: its project's detach and its own archive ring at one
+    instant, the archive queues behind a detach of two hours, and the next connection
+    comes while it waits: the archive is skipped, the start waits for the detach to end
+    and for the reattach it submitted."""
+    doc = {
+        "name": "skip", "seed": 4, "duration": "12h", "record_events": "all",
+        "engine": {"detach_after": "30m", "archive_after": "30m",
+                   "operation_durations": {"tenant_detach": {"dist": "fixed", "mean_s": 7200},
+                                           "tenant_reattach": {"dist": "fixed", "mean_s": 5}}},
+        "projects": [{"name": "p", "branches": [
+            {"name": "main", "computes": [{"type": "read_write", "suspend_timeout_seconds": 60}]},
+            {"name": "dev", "computes": [{
+                "type": "read_write", "suspend_timeout_seconds": 60,
+                "workload": {"arrivals": {"kind": "periodic", "every": "2h", "offset": "10m"},
+                             "session": {"dist": "fixed", "mean_s": 30}}}]}]}],
+    }
+    result = assert_same_tables(parse_scenario(doc))
+    assert fallbacks == [] and result.roads == {"fleet path": 2}
+    statuses = Counter((op.action, op.status) for op in result.operations)
+    assert statuses[("timeline_archive", "skipped")] > 0
+    assert statuses[("tenant_reattach", "finished")] > 0
+    waits = [w.wait_s for w in result.wakes if w.cause == "connection"]
+    assert max(waits) > 3600  # waited for the detach's two hours
