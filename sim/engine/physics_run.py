@@ -308,11 +308,11 @@ def hand_over(cp: ControlPlane, c: Compute, tick: tuple[float, float] | None) ->
 
 
 def resume_compute(cp: ControlPlane, h: Handover, sessions: Sessions, until: float,
-                   checks: tuple[float, float] | None) -> Advanced:
+                   checks: tuple[float, float] | None, gates: Gates | None = None) -> Advanced:
     """Run a compute the engine handed over (`hand_over`) to `until`. Raises Tie."""
     c = h.compute
     out = _run(cp, c, sessions, _params(cp, c, h.at, until, checks, True), h.f.copy(),
-               h.i.copy(), h.heaps)
+               h.i.copy(), h.heaps, gates)
     n_span = int(out["i"][k.N_SPAN])
     return Advanced(c, sessions, out, out["sp_start"][:n_span].copy(),
                     out["sp_end"][:n_span].copy())

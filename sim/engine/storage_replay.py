@@ -28,6 +28,7 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -90,50 +91,68 @@ class _Wake:
     after: list[LaneOp] = field(default_factory=list)
 
 
-def _ringing(cp: ControlPlane, project: Project, advanced: list[Advanced], until: float) -> bool:
+@dataclass
+class StorageStart:
+    """Where the replay begins: at `at` (None: the computes' creation), with these computes
+    on and these idle clocks running (None: the project; else a branch id -> since when)."""
+
+    on: set[str]
+    idle_since: dict[str | None, float | None]
+    at: float | None = None
+
+    @classmethod
+    def at_creation(cls, cp: ControlPlane, project: Project, computes: list[str]) -> StorageStart:
+        return cls(set(computes), {None: project.idle_since,
+                                   **{b: cp.branches[b].idle_since for b in project.branches}})
+
+
+def _ringing(cp: ControlPlane, advanced: list[Advanced], until: float,
+             start: StorageStart) -> bool:
     """Whether an idle clock of the project or of one of its branches could ring in the run
     (else the lane stays empty and there is nothing to replay)."""
     from sim.engine.physics_run import longest_quiet
 
     cfg = cp.config
-    spans: dict[str | None, list[Advanced]] = {None: list(advanced)}
+    spans: dict[str | None, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for key, since in start.idle_since.items():
+        if since is not None:  # a stretch already quiet when the replay begins
+            spans.setdefault(key, []).append((np.array([since]), np.array([since])))
     for adv in advanced:
-        spans.setdefault(adv.compute.branch_id, []).append(adv)
+        pair = (adv.on_starts, adv.on_ends)
+        spans.setdefault(None, []).append(pair)
+        spans.setdefault(adv.compute.branch_id, []).append(pair)
     for key, group in spans.items():
         after = cfg.detach_after_s if key is None else cfg.archive_after_s
         if after is None or (key is not None and cp.branches[key].default):
             continue
-        starts = np.concatenate([adv.on_starts for adv in group])
-        ends = np.concatenate([adv.on_ends for adv in group])
+        starts = np.concatenate([a for a, _ in group])
+        ends = np.concatenate([b for _, b in group])
         if longest_quiet(starts, ends, until) >= after:
             return True
-    after = cfg.archive_after_s
-    return after is not None and any(
-        (b := cp.branches[bid]).idle_since is not None and not b.default
-        and b.idle_since + after < until and bid not in spans for bid in project.branches)
+    return False
 
 
 def replay_storage(cp: ControlPlane, project: Project, advanced: list[Advanced], until: float,
-                   ranks: dict[str, int]) -> Replayed | None:
+                   ranks: dict[str, int], start: StorageStart) -> Replayed | None:
     """Replay the project's storage lane to `until` (None: no idle clock rings in the run).
     `ranks`: compute id -> the rank of its branch's availability checks. Raises StorageTie."""
-    if not _ringing(cp, project, advanced, until):
+    if not _ringing(cp, advanced, until, start):
         return None
-    return _Replay(cp, project, advanced, until, ranks).run()
+    return _Replay(cp, project, advanced, until, ranks, start).run()
 
 
 class _Replay:
     def __init__(self, cp: ControlPlane, project: Project, advanced: list[Advanced],
-                 until: float, ranks: dict[str, int]):
+                 until: float, ranks: dict[str, int], start: StorageStart):
         self.cp, self.project, self.until = cp, project, until
         self.cfg = cp.config
         self.rng = copy.deepcopy(cp.streams.get(f"ops/{project.key}"))
         self.branch_of = {adv.compute.id: adv.compute.branch_id for adv in advanced}
-        self.on = set(self.branch_of)  # every compute is on when the kernel takes it
+        self.on = set(start.on)
         self.detached = project.detached
         self.archived = {b: cp.branches[b].archived for b in project.branches}
         self.idle: dict[str | None, float | None] = {
-            None: project.idle_since, **{b: cp.branches[b].idle_since for b in project.branches}}
+            None: None, **dict.fromkeys(project.branches)} | start.idle_since
         self.lane: deque[LaneOp] = deque()
         self.ops: list[LaneOp] = []
         self.wakes: list[tuple[float, _Wake]] = []
@@ -141,10 +160,15 @@ class _Replay:
         self.lane_events: list[tuple] = []  # heap of (t, scheduled at, seq, kind)
         self.seq = 0
         self.fixed = self._compute_events(advanced, ranks)
-        for b in project.branches:  # clocks already running: branches without a compute
-            since = self.idle[b]
-            if since is not None:
-                self._timer(b, since, since)
+        for holder, since in self.idle.items():  # clocks already running
+            if since is None:
+                continue
+            after = self.cfg.detach_after_s if holder is None else self.cfg.archive_after_s
+            if start.at is not None and after is not None and since + after <= start.at:
+                if since + after == start.at:  # rung at the hand-over, or not yet?
+                    raise StorageTie("an idle clock rings at the instant of the hand-over")
+                continue  # it rang before: the engine did what it had to
+            self._timer(holder, since, since)
 
     # -- the events that come from the computes ------------------------------
     def _compute_events(self, advanced: list[Advanced], ranks: dict[str, int]) -> list[tuple]:
@@ -164,7 +188,7 @@ class _Replay:
                 ends = ends[:-1]
             events += [(t, -INF, rank, 0, 1, c.id) for t in ends.tolist()]
         events.sort()
-        for a, b in zip(events, events[1:]):
+        for a, b in pairwise(events):
             if a[0] == b[0] and (a[4] or b[4]):
                 raise StorageTie("a compute went quiet at the instant of another's wake")
         return events
@@ -337,4 +361,4 @@ def settle_storage(cp: ControlPlane, project: Project, replayed: Replayed) -> No
     cp.streams.get(f"ops/{project.key}").bit_generator.state = replayed.ops_rng.bit_generator.state
 
 
-__all__ = ["Replayed", "StorageTie", "replay_storage", "settle_storage", "storage_operations"]
+__all__ = ["Replayed", "StorageStart", "StorageTie", "replay_storage", "settle_storage", "storage_operations"]

@@ -2,18 +2,19 @@
 
 A project's computes are built and started by the SimPy engine like any
 other, then left alone there, and after the run each compute's whole life is
-computed by the kernel (`sim.engine.physics`), project by project; a project
-that scripted calls name is the engine's around its calls (`sim.scenario.handover`)
-and the kernel's before and after them. What can only be known afterwards
-(two events of a compute at one instant, a project quiet long enough to be
-detached) hands that project
-alone back to the SimPy engine: the runner runs the projects handed back in a
-run of their own and merges the two results.
+computed by the kernel (`sim.engine.physics`), project by project, with the
+project's storage lifecycle (detach, archive, and the reattach or unarchive a
+wake then waits for) replayed between its computes (`sim.engine.storage_replay`).
+A project that scripted calls name is the engine's around its calls
+(`sim.scenario.handover`) and the kernel's before and after them. What can
+only be known afterwards (two events at one instant whose order decides the
+outcome) hands that project alone back to the SimPy engine: the runner runs the
+projects handed back in a run of their own and merges the two results.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from sim.engine.control_plane import ControlPlane
 from sim.engine.feed import drawn_sessions
 from sim.engine.lifecycle import checked_compute
 from sim.engine.model import Compute, Operation
+from sim.engine.physics import ON
 from sim.engine.physics_run import (
     Advanced,
     Gates,
@@ -30,12 +32,12 @@ from sim.engine.physics_run import (
     Tie,
     advance_compute,
     apply_advanced,
-    longest_quiet,
     op_order,
     resume_compute,
 )
 from sim.engine.storage_replay import (
     Replayed,
+    StorageStart,
     StorageTie,
     replay_storage,
     settle_storage,
@@ -97,35 +99,6 @@ class NamedWorkloads:
         return self._drawn[c.id]
 
 
-def _check_storage(cp: ControlPlane, advanced: list[Advanced], until: float,
-                   quiet_since: dict[str, float | None] | None = None) -> None:
-    """A project (or non-default branch) quiet long enough would detach (archive): engine only.
-
-    `quiet_since`: for a project the engine handed over, since when its storage had been
-    quiet then ("project", "branch:<id>"; None: on)."""
-    cfg = cp.config
-    groups: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
-    for key, since in (quiet_since or {}).items():
-        if since is not None:  # a stretch that began in the engine's hands
-            groups.setdefault(key, []).append((np.array([since]), np.array([since])))
-    for adv in advanced:
-        c = adv.compute
-        spans = (adv.on_starts, adv.on_ends)
-        groups.setdefault("project", []).append(spans)
-        if not cp.branches[c.branch_id].default:
-            groups.setdefault(f"branch:{c.branch_id}", []).append(spans)
-    for key, group in groups.items():
-        if key != "project" and cp.branches[key.removeprefix("branch:")].default:
-            continue
-        after = cfg.detach_after_s if key == "project" else cfg.archive_after_s
-        if after is None:
-            continue
-        starts = np.concatenate([s for s, _ in group])
-        ends = np.concatenate([e for _, e in group])
-        if longest_quiet(starts, ends, until) >= after:
-            raise HandBack("the project would be detached or a branch archived")
-
-
 def checks_of(cp: ControlPlane, c: Compute) -> tuple[float, float] | None:
     every = cp.config.check_availability_every_s
     branch = cp.branches[c.branch_id]
@@ -136,44 +109,75 @@ def checks_of(cp: ControlPlane, c: Compute) -> tuple[float, float] | None:
     return cp.checked_branches[branch.id], every
 
 
+RunOne = Callable[[Compute, "Gates | None"], Advanced]
+
+
 def _advance_project(cp: ControlPlane, scenario: Scenario,
                      group: Sequence[tuple[Compute, ComputeSpec]], until: float
                      ) -> tuple[list[Advanced], Replayed | None]:
-    """Run a project's computes to `until`, with its storage lifecycle replayed between them:
-    the kernel runs them, the replay finds which wakes wait for the storage lane, and the
-    two go round until the replay gives back the gates the kernel ran with."""
-    project = cp.projects[group[0][0].project_id]
-    runs = []
+    """Run a project's computes from their creation's start to `until`."""
+    sessions = {}
     for c, spec in group:
         rt = c.runtime
         assert rt is not None and rt.external
         if rt.activated_at is None:
             raise HandBack("not active within the run")
-        rng = cp.streams.get(f"ops/{c.key}")  # each round draws its numbers again
-        runs.append((c, compute_sessions(scenario, cp, c, spec), rng, rng.bit_generator.state))
-    ranks = {c.id: _check_rank(cp, c) for c, _ in group}
+        sessions[c.id] = compute_sessions(scenario, cp, c, spec)
+    project = cp.projects[group[0][0].project_id]
+    computes = [c for c, _ in group]
+
+    def run_one(c: Compute, gates: Gates | None) -> Advanced:
+        return advance_compute(cp, c, sessions[c.id], until, checks_of(cp, c), gates)
+
+    start = StorageStart.at_creation(cp, project, [c.id for c in computes])
+    return _with_storage(cp, project, computes, run_one, until, start)
+
+
+def _resume_project(cp: ControlPlane, taken: Taken, workloads: NamedWorkloads, until: float
+                    ) -> tuple[list[Advanced], Replayed | None]:
+    """Run the computes of a project the engine handed over after its last call to `until`."""
+    by_id = {h.compute.id: h for h in taken.handovers}
+
+    def run_one(c: Compute, gates: Gates | None) -> Advanced:
+        return resume_compute(cp, by_id[c.id], workloads.of(cp, c), until, checks_of(cp, c),
+                              gates)
+
+    quiet = {None if key == "project" else key.removeprefix("branch:"): since
+             for key, since in taken.quiet_since.items()}
+    start = StorageStart({h.compute.id for h in taken.handovers if h.i[ON]}, quiet,
+                         at=taken.handovers[0].at if taken.handovers else None)
+    return _with_storage(cp, cp.projects[taken.project_id], [h.compute for h in taken.handovers],
+                         run_one, until, start)
+
+
+def _with_storage(cp: ControlPlane, project: Any, computes: list[Compute], run_one: RunOne,
+                  until: float, start: StorageStart) -> tuple[list[Advanced], Replayed | None]:
+    """Run the computes, replay the project's storage lane between them, and go round until
+    the replay gives back the gates (the wakes that wait for the lane) the kernel ran with."""
+    streams = [(c, cp.streams.get(f"ops/{c.key}")) for c in computes]
+    states = {c.id: rng.bit_generator.state for c, rng in streams}  # each round draws again
+    ranks = {c.id: _check_rank(cp, c) for c in computes}
     gates: dict[str, Gates] = {}
     advanced: dict[str, Advanced] = {}
-    stale = {c.id for c, _, _, _ in runs}
+    stale = set(states)
     for _ in range(STORAGE_ROUNDS):
-        for c, sessions, rng, state in runs:
+        for c, rng in streams:
             if c.id not in stale:
                 continue
-            rng.bit_generator.state = state
+            rng.bit_generator.state = states[c.id]
             try:
-                advanced[c.id] = advance_compute(cp, c, sessions, until, checks_of(cp, c),
-                                                 gates.get(c.id))
+                advanced[c.id] = run_one(c, gates.get(c.id))
             except Tie as err:
                 raise HandBack(str(err)) from None
         try:
-            replayed = replay_storage(cp, project, list(advanced.values()), until, ranks)
+            replayed = replay_storage(cp, project, list(advanced.values()), until, ranks, start)
         except StorageTie as err:
             raise HandBack(str(err)) from None
         found = {} if replayed is None else replayed.gates
         stale = {cid for cid in found.keys() | gates.keys()
                  if not _same_gates(found.get(cid), gates.get(cid))}
         if not stale:
-            done = [advanced[c.id] for c, _ in group]
+            done = [advanced[c.id] for c in computes]
             if replayed is not None:
                 _check_storage_instants(done, replayed)
             return done, replayed
@@ -192,19 +196,6 @@ def _check_storage_instants(advanced: list[Advanced], replayed: Replayed) -> Non
     made = {key for adv in advanced for key in op_order(adv)}
     if any(op.order[2] < 0 and op.order[:2] in made for op in replayed.ops):
         raise HandBack("storage work made at the instant of a compute's operation")
-
-
-def _resume_project(cp: ControlPlane, taken: Taken, workloads: NamedWorkloads, until: float
-                    ) -> tuple[list[Advanced], None]:
-    advanced = []
-    for h in taken.handovers:
-        c = h.compute
-        try:
-            advanced.append(resume_compute(cp, h, workloads.of(cp, c), until, checks_of(cp, c)))
-        except Tie as err:
-            raise HandBack(str(err)) from None
-    _check_storage(cp, advanced, until, taken.quiet_since)
-    return advanced, None
 
 
 def run_fleet_path(cp: ControlPlane, scenario: Scenario,

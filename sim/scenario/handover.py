@@ -102,11 +102,9 @@ def next_tick(cp: ControlPlane, c: Compute) -> tuple[float, float] | None:
 def _settled(cp: ControlPlane, project_id: str) -> list[tuple[Compute, Any]] | None:
     """The computes to hand over, with their next ticks, if the project is settled now."""
     project = cp.projects[project_id]
-    if cp.executor.lane_busy(cp.project_lane(project)) or project.detached:
-        return None
+    if cp.executor.lane_busy(cp.project_lane(project)):
+        return None  # detached or archived is fine: the kernel's side replays the storage
     branches = [cp.branches[b] for b in project.branches]
-    if any(b.archived for b in branches):
-        return None
     chosen = []
     for b in branches:
         for cid in b.computes:

@@ -103,21 +103,6 @@ def random_scenario(seed: int) -> dict:
     return doc
 
 
-@pytest.fixture
-def fallbacks(monkeypatch):
-    """Why each project the fleet path handed back to the engine was handed back."""
-    seen: list[str] = []
-    real = runner.run_fleet_path
-
-    def spy(*args, **kwargs):
-        handed_back = real(*args, **kwargs)
-        seen.extend(handed_back.values())
-        return handed_back
-
-    monkeypatch.setattr(runner, "run_fleet_path", spy)
-    return seen
-
-
 @pytest.mark.parametrize("seed", range(150))
 def test_fleet_path_equals_the_engine(seed: int, fallbacks: list[str]) -> None:
     scenario = parse_scenario(random_scenario(seed))

@@ -13,7 +13,7 @@ import pytest
 import sim.scenario.runner as runner
 from sim.scenario.loader import load_scenario, parse_scenario
 
-from .test_fleetpath import canonical, fallbacks, random_compute, random_distribution  # noqa: F401
+from .test_fleetpath import canonical, random_compute, random_distribution
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 IDLE_PRONE = [  # workloads that go quiet for hours: long enough to detach and archive
