@@ -149,6 +149,9 @@ class _Replay:
         self.rng = copy.deepcopy(cp.streams.get(f"ops/{project.key}"))
         self.branch_of = {adv.compute.id: adv.compute.branch_id for adv in advanced}
         self.on = set(start.on)
+        self.on_in_branch = dict.fromkeys(project.branches, 0)
+        for cid in self.on:
+            self.on_in_branch[self.branch_of[cid]] += 1
         self.detached = project.detached
         self.archived = {b: cp.branches[b].archived for b in project.branches}
         self.idle: dict[str | None, float | None] = {
@@ -195,27 +198,32 @@ class _Replay:
 
     # -- the replay ----------------------------------------------------------
     def run(self) -> Replayed:
-        fixed = self.fixed
+        fixed, timers, lane_events = self.fixed, self.timers, self.lane_events
         n, x = len(fixed), 0
         while True:
-            # SimPy takes events at one instant in the order they were scheduled: each
-            # source's next event with (instant, when it was scheduled)
-            heads = []
-            if x < n:
-                heads.append((fixed[x][0], fixed[x][1], 0))
-            if self.timers:
-                heads.append((self.timers[0][0], self.timers[0][1], 1))
-            if self.lane_events:
-                heads.append((self.lane_events[0][0], self.lane_events[0][1], 2))
-            if not heads:
-                break
-            t, sched, source = min(heads)
+            t_storage = min(timers[0][0] if timers else INF,
+                            lane_events[0][0] if lane_events else INF)
+            if x < n and fixed[x][0] < t_storage:  # most events: a compute's, alone
+                t, sched, source = fixed[x][0], fixed[x][1], 0
+            else:
+                # SimPy takes events at one instant in the order they were scheduled: each
+                # source's next event with (instant, when it was scheduled)
+                heads = []
+                if x < n:
+                    heads.append((fixed[x][0], fixed[x][1], 0))
+                if timers:
+                    heads.append((timers[0][0], timers[0][1], 1))
+                if lane_events:
+                    heads.append((lane_events[0][0], lane_events[0][1], 2))
+                if not heads:
+                    break
+                t, sched, source = min(heads)
+                if sum(h[0] == t for h in heads) > 1 and (
+                        sum(h[:2] == (t, sched) for h in heads) > 1
+                        or (x < n and fixed[x][0] == t and fixed[x][4])):
+                    raise StorageTie("storage work at the instant of a compute's event")
             if not t < self.until:
                 break
-            if sum(h[0] == t for h in heads) > 1 and (
-                    sum(h[:2] == (t, sched) for h in heads) > 1
-                    or (x < n and fixed[x][0] == t and fixed[x][4])):
-                raise StorageTie("storage work at the instant of a compute's event")
             if source == 0:
                 _, sched, rank, j, kind, cid = fixed[x]
                 x += 1
@@ -238,6 +246,8 @@ class _Replay:
                         self.ops, self.detached, self.archived, self.idle, self.rng)
 
     def _timer(self, holder: str | None, since: float, now: float) -> None:
+        if holder is not None and self.cp.branches[holder].default:
+            return  # the default branch is never archived: its clock rings for nothing
         after = self.cfg.detach_after_s if holder is None else self.cfg.archive_after_s
         if after is not None:
             heapq.heappush(self.timers, (since + after, now, self.seq, holder, since))
@@ -255,18 +265,22 @@ class _Replay:
         if self.archived[branch]:
             self._submit(UNARCHIVE, branch, t, order[:3] + (order[3] + 0.25,))
         self.idle[None] = self.idle[branch] = None
-        self.on.add(cid)
+        if cid not in self.on:
+            self.on.add(cid)
+            self.on_in_branch[branch] += 1
         if self.lane:
             self.wakes.append((t, _Wake(cid, branch, list(self.lane))))
 
     def _went_quiet(self, t: float, cid: str) -> None:
         """Lifecycle.went_quiet: the project's and the branch's idle clocks start."""
-        self.on.discard(cid)
         branch = self.branch_of[cid]
+        if cid in self.on:
+            self.on.remove(cid)
+            self.on_in_branch[branch] -= 1
         if not self.on:
             self.idle[None] = t
             self._timer(None, t, t)
-        if not any(self.branch_of[c] == branch for c in self.on):
+        if not self.on_in_branch[branch]:
             self.idle[branch] = t
             self._timer(branch, t, t)
 
