@@ -23,12 +23,12 @@ things at one instant would decide the outcome and is not known, it raises
 
 from __future__ import annotations
 
+import bisect
 import copy
 import heapq
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -93,149 +93,172 @@ class _Wake:
 
 @dataclass
 class StorageStart:
-    """Where the replay begins: at `at` (None: the computes' creation), with these computes
-    on and these idle clocks running (None: the project; else a branch id -> since when)."""
+    """Where the replay begins: at `at` (None: the computes' creation), with these idle
+    clocks running (None: the project; else a branch id -> since when)."""
 
-    on: set[str]
     idle_since: dict[str | None, float | None]
     at: float | None = None
 
     @classmethod
-    def at_creation(cls, cp: ControlPlane, project: Project, computes: list[str]) -> StorageStart:
-        return cls(set(computes), {None: project.idle_since,
-                                   **{b: cp.branches[b].idle_since for b in project.branches}})
+    def at_creation(cls, cp: ControlPlane, project: Project) -> StorageStart:
+        return cls({None: project.idle_since,
+                    **{b: cp.branches[b].idle_since for b in project.branches}})
 
 
-def _ringing(cp: ControlPlane, advanced: list[Advanced], until: float,
-             start: StorageStart) -> bool:
-    """Whether an idle clock of the project or of one of its branches could ring in the run
-    (else the lane stays empty and there is nothing to replay)."""
-    from sim.engine.physics_run import longest_quiet
+def _stretches(starts: np.ndarray, ends: np.ndarray, since: float | None, until: float
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The quiet stretches [q, r) of a holder whose computes were on over [starts, ends)
+    (`since`: quiet already when those begin), up to `until`."""
+    order = np.argsort(starts, kind="stable")
+    s, reach = starts[order], np.maximum.accumulate(ends[order])
+    q = np.concatenate(([since] if since is not None else [], reach))
+    r = np.concatenate((s, [until]))
+    if since is None:
+        q, r = q, r[1:]
+    quiet = r > q
+    return q[quiet], r[quiet]
 
-    cfg = cp.config
-    spans: dict[str | None, list[tuple[np.ndarray, np.ndarray]]] = {}
-    for key, since in start.idle_since.items():
-        if since is not None:  # a stretch already quiet when the replay begins
-            spans.setdefault(key, []).append((np.array([since]), np.array([since])))
-    for adv in advanced:
-        pair = (adv.on_starts, adv.on_ends)
-        spans.setdefault(None, []).append(pair)
-        spans.setdefault(adv.compute.branch_id, []).append(pair)
-    for key, group in spans.items():
-        after = cfg.detach_after_s if key is None else cfg.archive_after_s
-        if after is None or (key is not None and cp.branches[key].default):
-            continue
-        starts = np.concatenate([a for a, _ in group])
-        ends = np.concatenate([b for _, b in group])
-        if longest_quiet(starts, ends, until) >= after:
-            return True
-    return False
+
+class _Clocks:
+    """The idle clocks of a project and its non-default branches, from its computes' spans:
+    the instants they ring (a stretch quiet longer than the period) and how they stand at
+    the end. A clock rings only if no compute of its holder is on for the whole period,
+    which the spans alone decide: the storage's work never moves a span."""
+
+    def __init__(self, cp: ControlPlane, project: Project, advanced: list[Advanced],
+                 until: float, start: StorageStart):
+        cfg = cp.config
+        spans: dict[str | None, list[Advanced]] = {None: list(advanced)}
+        for adv in advanced:
+            spans.setdefault(adv.compute.branch_id, []).append(adv)
+        #: (instant, scheduled at, holder order, holder, since) of every ring, in order
+        self.rings: list[tuple] = []
+        self.idle_since: dict[str | None, float | None] = {}
+        holders: list[str | None] = [None, *project.branches]
+        for rank, holder in enumerate(holders):
+            group = spans.get(holder, [])
+            starts = np.concatenate([adv.on_starts for adv in group]) if group else np.empty(0)
+            ends = np.concatenate([adv.on_ends for adv in group]) if group else np.empty(0)
+            q, r = _stretches(starts, ends, start.idle_since.get(holder), until)
+            self.idle_since[holder] = float(q[-1]) if len(q) and r[-1] == until else None
+            after = cfg.detach_after_s if holder is None else cfg.archive_after_s
+            if after is None or (holder is not None and cp.branches[holder].default):
+                continue  # off, or the default branch: never archived
+            ring = q + after
+            if np.any((ring == r) & (r < until)):  # (at the run's end: neither happens)
+                raise StorageTie("an idle clock rings at the instant of a compute's wake")
+            if start.at is not None and np.any(ring == start.at):
+                raise StorageTie("an idle clock rings at the instant of the hand-over")
+            rings = (ring < r) & (ring < until)
+            if start.at is not None:
+                rings &= ring > start.at  # those before the hand-over rang in the engine
+            self.rings += [(t, since, rank, holder, since)
+                           for t, since in zip(ring[rings].tolist(), q[rings].tolist(),
+                                               strict=True)]
+        self.rings.sort(key=lambda ring: ring[:3])
 
 
 def replay_storage(cp: ControlPlane, project: Project, advanced: list[Advanced], until: float,
                    ranks: dict[str, int], start: StorageStart) -> Replayed | None:
     """Replay the project's storage lane to `until` (None: no idle clock rings in the run).
     `ranks`: compute id -> the rank of its branch's availability checks. Raises StorageTie."""
-    if not _ringing(cp, advanced, until, start):
+    clocks = _Clocks(cp, project, advanced, until, start)
+    if not clocks.rings:
         return None
-    return _Replay(cp, project, advanced, until, ranks, start).run()
+    return _Replay(cp, project, advanced, until, ranks, clocks).run()
 
 
 class _Replay:
+    """The lane through the rings, the lane's own events and the wakes that meet storage
+    work (the lane busy, the project detached, the branch archived); other wakes change
+    nothing the clocks have not already taken into account, and are stepped over."""
+
     def __init__(self, cp: ControlPlane, project: Project, advanced: list[Advanced],
-                 until: float, ranks: dict[str, int], start: StorageStart):
+                 until: float, ranks: dict[str, int], clocks: _Clocks):
         self.cp, self.project, self.until = cp, project, until
         self.cfg = cp.config
         self.rng = copy.deepcopy(cp.streams.get(f"ops/{project.key}"))
-        self.branch_of = {adv.compute.id: adv.compute.branch_id for adv in advanced}
-        self.on = set(start.on)
-        self.on_in_branch = dict.fromkeys(project.branches, 0)
-        for cid in self.on:
-            self.on_in_branch[self.branch_of[cid]] += 1
+        self.clocks = clocks
         self.detached = project.detached
         self.archived = {b: cp.branches[b].archived for b in project.branches}
-        self.idle: dict[str | None, float | None] = {
-            None: None, **dict.fromkeys(project.branches)} | start.idle_since
         self.lane: deque[LaneOp] = deque()
         self.ops: list[LaneOp] = []
         self.wakes: list[tuple[float, _Wake]] = []
-        self.timers: list[tuple] = []  # heap of (t, scheduled at, seq, holder, since)
         self.lane_events: list[tuple] = []  # heap of (t, scheduled at, seq, kind)
         self.seq = 0
-        self.fixed = self._compute_events(advanced, ranks)
-        for holder, since in self.idle.items():  # clocks already running
-            if since is None:
-                continue
-            after = self.cfg.detach_after_s if holder is None else self.cfg.archive_after_s
-            if start.at is not None and after is not None and since + after <= start.at:
-                if since + after == start.at:  # rung at the hand-over, or not yet?
-                    raise StorageTie("an idle clock rings at the instant of the hand-over")
-                continue  # it rang before: the engine did what it had to
-            self._timer(holder, since, since)
+        self._wake_table(advanced, ranks)
 
-    # -- the events that come from the computes ------------------------------
-    def _compute_events(self, advanced: list[Advanced], ranks: dict[str, int]) -> list[tuple]:
-        """(t, sched, rank, j, kind, compute) of every wake and every span's end, in the
-        engine's order; kind 0: a wake (the j-th operation of the compute), 1: went quiet."""
+    def _wake_table(self, advanced: list[Advanced], ranks: dict[str, int]) -> None:
+        """Every wake (start_compute) of the project's computes in the engine's order, and
+        where each branch's wakes are in it."""
         events = []
         for adv in advanced:
             c, out = adv.compute, adv.out
             n = int(out["i"][k.N_OPS])
             starts = np.flatnonzero(out["op_action"][:n] == k.START)
             rank = ranks.get(c.id, 0)
-            for j, t, sched in zip(starts.tolist(), out["op_created"][starts].tolist(),
-                                   out["op_sched"][starts].tolist(), strict=True):
-                events.append((t, sched, rank, j, 0, c.id))
-            ends = adv.on_ends
-            if out["i"][k.ON]:  # on at the end: its last span was closed by the run's end
-                ends = ends[:-1]
-            events += [(t, -INF, rank, 0, 1, c.id) for t in ends.tolist()]
-        events.sort()
-        for a, b in pairwise(events):
-            if a[0] == b[0] and (a[4] or b[4]):
-                raise StorageTie("a compute went quiet at the instant of another's wake")
-        return events
+            events += [(t, sched, rank, j, c.id, c.branch_id) for j, t, sched in zip(
+                starts.tolist(), out["op_created"][starts].tolist(),
+                out["op_sched"][starts].tolist(), strict=True)]
+        events.sort(key=lambda e: e[:4])
+        quiet = np.concatenate([adv.on_ends for adv in advanced]) if advanced else np.empty(0)
+        if len(events) and np.isin(np.array([e[0] for e in events]), quiet).any():
+            raise StorageTie("a compute went quiet at the instant of another's wake")
+        self.events = events
+        self.keys = [e[:4] for e in events]
+        self.by_branch: dict[str, list[int]] = {}
+        for x, e in enumerate(events):
+            self.by_branch.setdefault(e[5], []).append(x)
+
+    def _next_wake(self, x: int) -> int:
+        """The first wake from position x that meets storage work (len: none)."""
+        if self.lane or self.detached:
+            return x
+        best = len(self.events)
+        for branch, archived in self.archived.items():
+            if archived and branch in self.by_branch:
+                at = self.by_branch[branch]
+                y = bisect.bisect_left(at, x)
+                if y < len(at) and at[y] < best:
+                    best = at[y]
+        return best
 
     # -- the replay ----------------------------------------------------------
     def run(self) -> Replayed:
-        fixed, timers, lane_events = self.fixed, self.timers, self.lane_events
-        n, x = len(fixed), 0
+        events, rings, lane_events = self.events, self.clocks.rings, self.lane_events
+        n, x, r = len(events), 0, 0
         while True:
-            t_storage = min(timers[0][0] if timers else INF,
-                            lane_events[0][0] if lane_events else INF)
-            if x < n and fixed[x][0] < t_storage:  # most events: a compute's, alone
-                t, sched, source = fixed[x][0], fixed[x][1], 0
-            else:
-                # SimPy takes events at one instant in the order they were scheduled: each
-                # source's next event with (instant, when it was scheduled)
-                heads = []
-                if x < n:
-                    heads.append((fixed[x][0], fixed[x][1], 0))
-                if timers:
-                    heads.append((timers[0][0], timers[0][1], 1))
-                if lane_events:
-                    heads.append((lane_events[0][0], lane_events[0][1], 2))
-                if not heads:
-                    break
-                t, sched, source = min(heads)
-                if sum(h[0] == t for h in heads) > 1 and (
-                        sum(h[:2] == (t, sched) for h in heads) > 1
-                        or (x < n and fixed[x][0] == t and fixed[x][4])):
-                    raise StorageTie("storage work at the instant of a compute's event")
+            # the wakes before the next one that meets storage work come before any storage
+            # event too (else it would be that event's turn): stepped over once it is taken
+            y = self._next_wake(x)
+            # SimPy takes events at one instant in the order they were scheduled: each
+            # source's next event as (instant, when it was scheduled)
+            heads = []
+            if y < n:
+                heads.append((events[y][0], events[y][1], 0))
+            if r < len(rings):
+                heads.append((rings[r][0], rings[r][1], 1))
+            if lane_events:
+                heads.append((lane_events[0][0], lane_events[0][1], 2))
+            if not heads:
+                break
+            t, sched, source = min(heads)
             if not t < self.until:
                 break
+            if sum(h[:2] == (t, sched) for h in heads) > 1:
+                raise StorageTie("storage work at the instant of a compute's event")
             if source == 0:
-                _, sched, rank, j, kind, cid = fixed[x]
-                x += 1
-                if kind == 0:
-                    self._wake(t, cid, (t, sched, rank, j - 0.5))
-                else:
-                    self._went_quiet(t, cid)
-            elif source == 1:
-                _, _, _, holder, since = heapq.heappop(self.timers)
+                _, sched, rank, j, cid, branch = events[y]
+                x = y + 1
+                self._wake(t, cid, branch, (t, sched, rank, j - 0.5))
+                continue
+            x = max(x, bisect.bisect_left(self.keys, (t, sched)))  # the wakes before it are past
+            if source == 1:
+                _, _, _, holder, since = rings[r]
+                r += 1
                 self._ring(t, holder, since)
             else:
-                _, _, _, kind = heapq.heappop(self.lane_events)
+                _, _, _, kind = heapq.heappop(lane_events)
                 self._lane_event(t, kind)
         gates: dict[str, tuple[list[float], list[float]]] = {}
         for t, wake in self.wakes:
@@ -243,19 +266,10 @@ class _Replay:
             at.append(t)
             until.append(max(op.done_at for op in wake.after))
         return Replayed({cid: Gates(np.array(a), np.array(u)) for cid, (a, u) in gates.items()},
-                        self.ops, self.detached, self.archived, self.idle, self.rng)
+                        self.ops, self.detached, self.archived, self.clocks.idle_since, self.rng)
 
-    def _timer(self, holder: str | None, since: float, now: float) -> None:
-        if holder is not None and self.cp.branches[holder].default:
-            return  # the default branch is never archived: its clock rings for nothing
-        after = self.cfg.detach_after_s if holder is None else self.cfg.archive_after_s
-        if after is not None:
-            heapq.heappush(self.timers, (since + after, now, self.seq, holder, since))
-            self.seq += 1
-
-    def _wake(self, t: float, cid: str, order: tuple) -> None:
+    def _wake(self, t: float, cid: str, branch: str, order: tuple) -> None:
         """Lifecycle.wake: queued detach / archive superseded, storage brought back first."""
-        branch = self.branch_of[cid]
         for op in list(self.lane):
             if op.status == S.SCHEDULING.value and (
                     op.action is DETACH or (op.action is ARCHIVE and op.branch_id == branch)):
@@ -264,34 +278,16 @@ class _Replay:
             self._submit(REATTACH, branch, t, order)
         if self.archived[branch]:
             self._submit(UNARCHIVE, branch, t, order[:3] + (order[3] + 0.25,))
-        self.idle[None] = self.idle[branch] = None
-        if cid not in self.on:
-            self.on.add(cid)
-            self.on_in_branch[branch] += 1
         if self.lane:
             self.wakes.append((t, _Wake(cid, branch, list(self.lane))))
 
-    def _went_quiet(self, t: float, cid: str) -> None:
-        """Lifecycle.went_quiet: the project's and the branch's idle clocks start."""
-        branch = self.branch_of[cid]
-        if cid in self.on:
-            self.on.remove(cid)
-            self.on_in_branch[branch] -= 1
-        if not self.on:
-            self.idle[None] = t
-            self._timer(None, t, t)
-        if not self.on_in_branch[branch]:
-            self.idle[branch] = t
-            self._timer(branch, t, t)
-
     def _ring(self, t: float, holder: str | None, since: float) -> None:
-        """_maybe_detach / _maybe_archive: still quiet since then, the storage goes."""
-        if self.idle[holder] != since:
-            return
+        """_maybe_detach / _maybe_archive: quiet since then (the clocks made sure of it),
+        the storage goes, unless it has gone already."""
         if holder is None:
             if not self.detached:
                 self._submit(DETACH, self.project.default_branch_id, t, (t, since, -1, 0))
-        elif not self.cp.branches[holder].default and not self.archived[holder]:
+        elif not self.archived[holder]:
             self._submit(ARCHIVE, holder, t, (t, since, -1, 0))
 
     # -- the lane, as Executor runs it ---------------------------------------

@@ -24,7 +24,6 @@ from sim.engine.control_plane import ControlPlane
 from sim.engine.feed import drawn_sessions
 from sim.engine.lifecycle import checked_compute
 from sim.engine.model import Compute, Operation
-from sim.engine.physics import ON
 from sim.engine.physics_run import (
     Advanced,
     Gates,
@@ -129,7 +128,7 @@ def _advance_project(cp: ControlPlane, scenario: Scenario,
     def run_one(c: Compute, gates: Gates | None) -> Advanced:
         return advance_compute(cp, c, sessions[c.id], until, checks_of(cp, c), gates)
 
-    start = StorageStart.at_creation(cp, project, [c.id for c in computes])
+    start = StorageStart.at_creation(cp, project)
     return _with_storage(cp, project, computes, run_one, until, start)
 
 
@@ -144,8 +143,7 @@ def _resume_project(cp: ControlPlane, taken: Taken, workloads: NamedWorkloads, u
 
     quiet = {None if key == "project" else key.removeprefix("branch:"): since
              for key, since in taken.quiet_since.items()}
-    start = StorageStart({h.compute.id for h in taken.handovers if h.i[ON]}, quiet,
-                         at=taken.handovers[0].at if taken.handovers else None)
+    start = StorageStart(quiet, at=taken.handovers[0].at if taken.handovers else None)
     return _with_storage(cp, cp.projects[taken.project_id], [h.compute for h in taken.handovers],
                          run_one, until, start)
 
