@@ -196,7 +196,8 @@ def advance_compute(cp: ControlPlane, c: Compute, sessions: Sessions, until: flo
 
 
 def advance_to_call(cp: ControlPlane, c: Compute, sessions: Sessions, until: float,
-                    checks: tuple[float, float] | None) -> Advanced:
+                    checks: tuple[float, float] | None, gates: Gates | None = None
+                    ) -> Advanced:
     """Run compute `c` from its creation's start up to (not including) `until`, the instant
     of a scripted call, leaving what is open at `until` open (see `give_to_engine`).
     Raises Tie."""
@@ -205,7 +206,7 @@ def advance_to_call(cp: ControlPlane, c: Compute, sessions: Sessions, until: flo
     f, i = _state(c)
     p = _params(cp, c, rt.activated_at, until, checks, False)
     p[k.P_OPEN_END] = 1.0
-    out = _run(cp, c, sessions, p, f, i, _NO_HEAPS)
+    out = _run(cp, c, sessions, p, f, i, _NO_HEAPS, gates)
     n_span = int(out["i"][k.N_SPAN])
     starts = out["sp_start"][:n_span + int(out["i"][k.ON])].copy()
     starts[0] = c.created_at
@@ -308,13 +309,18 @@ def hand_over(cp: ControlPlane, c: Compute, tick: tuple[float, float] | None) ->
 
 
 def resume_compute(cp: ControlPlane, h: Handover, sessions: Sessions, until: float,
-                   checks: tuple[float, float] | None, gates: Gates | None = None) -> Advanced:
-    """Run a compute the engine handed over (`hand_over`) to `until`. Raises Tie."""
+                   checks: tuple[float, float] | None, gates: Gates | None = None,
+                   to_call: bool = False) -> Advanced:
+    """Run a compute the engine handed over (`hand_over`) to `until`; `to_call`: up to (not
+    including) `until`, the instant of a scripted call, leaving what is open then open (see
+    `give_to_engine`). Raises Tie."""
     c = h.compute
-    out = _run(cp, c, sessions, _params(cp, c, h.at, until, checks, True), h.f.copy(),
-               h.i.copy(), h.heaps, gates)
+    p = _params(cp, c, h.at, until, checks, True)
+    p[k.P_OPEN_END] = 1.0 if to_call else 0.0
+    out = _run(cp, c, sessions, p, h.f.copy(), h.i.copy(), h.heaps, gates)
     n_span = int(out["i"][k.N_SPAN])
-    return Advanced(c, sessions, out, out["sp_start"][:n_span].copy(),
+    open_span = int(out["i"][k.ON]) if to_call else 0
+    return Advanced(c, sessions, out, out["sp_start"][:n_span + open_span].copy(),
                     out["sp_end"][:n_span].copy())
 
 

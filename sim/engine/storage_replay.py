@@ -131,6 +131,11 @@ class _Clocks:
         spans: dict[str | None, list[Advanced]] = {None: list(advanced)}
         for adv in advanced:
             spans.setdefault(adv.compute.branch_id, []).append(adv)
+
+        def ends_of(adv: Advanced) -> np.ndarray:  # a span still open (run to a call) ends
+            extra = len(adv.on_starts) - len(adv.on_ends)  # where the replay stops
+            return np.append(adv.on_ends, [until] * extra) if extra else adv.on_ends
+
         #: (instant, scheduled at, holder order, holder, since) of every ring, in order
         self.rings: list[tuple] = []
         self.idle_since: dict[str | None, float | None] = {}
@@ -138,7 +143,7 @@ class _Clocks:
         for rank, holder in enumerate(holders):
             group = spans.get(holder, [])
             starts = np.concatenate([adv.on_starts for adv in group]) if group else np.empty(0)
-            ends = np.concatenate([adv.on_ends for adv in group]) if group else np.empty(0)
+            ends = np.concatenate([ends_of(adv) for adv in group]) if group else np.empty(0)
             q, r = _stretches(starts, ends, start.idle_since.get(holder), until)
             self.idle_since[holder] = float(q[-1]) if len(q) and r[-1] == until else None
             after = cfg.detach_after_s if holder is None else cfg.archive_after_s
@@ -159,12 +164,14 @@ class _Clocks:
 
 
 def replay_storage(cp: ControlPlane, project: Project, advanced: list[Advanced], until: float,
-                   ranks: dict[str, int], start: StorageStart) -> Replayed | None:
-    """Replay the project's storage lane to `until` (None: no idle clock rings in the run).
-    `ranks`: compute id -> the rank of its branch's availability checks. Raises StorageTie."""
+                   ranks: dict[str, int], start: StorageStart) -> Replayed:
+    """Replay the project's storage lane to `until`. `ranks`: compute id -> the rank of its
+    branch's availability checks. Raises StorageTie."""
     clocks = _Clocks(cp, project, advanced, until, start)
-    if not clocks.rings:
-        return None
+    if not clocks.rings:  # nothing rings: the lane stays empty
+        return Replayed({}, [], project.detached,
+                        {b: cp.branches[b].archived for b in project.branches},
+                        clocks.idle_since, cp.streams.get(f"ops/{project.key}"))
     return _Replay(cp, project, advanced, until, ranks, clocks).run()
 
 

@@ -30,6 +30,7 @@ from sim.engine.physics_run import (
     Sessions,
     Tie,
     advance_compute,
+    advance_to_call,
     apply_advanced,
     op_order,
     resume_compute,
@@ -113,7 +114,7 @@ RunOne = Callable[[Compute, "Gates | None"], Advanced]
 
 def _advance_project(cp: ControlPlane, scenario: Scenario,
                      group: Sequence[tuple[Compute, ComputeSpec]], until: float
-                     ) -> tuple[list[Advanced], Replayed | None]:
+                     ) -> tuple[list[Advanced], Replayed]:
     """Run a project's computes from their creation's start to `until`."""
     sessions = {}
     for c, spec in group:
@@ -133,7 +134,7 @@ def _advance_project(cp: ControlPlane, scenario: Scenario,
 
 
 def _resume_project(cp: ControlPlane, taken: Taken, workloads: NamedWorkloads, until: float
-                    ) -> tuple[list[Advanced], Replayed | None]:
+                    ) -> tuple[list[Advanced], Replayed]:
     """Run the computes of a project the engine handed over after its last call to `until`."""
     by_id = {h.compute.id: h for h in taken.handovers}
 
@@ -141,15 +142,42 @@ def _resume_project(cp: ControlPlane, taken: Taken, workloads: NamedWorkloads, u
         return resume_compute(cp, by_id[c.id], workloads.of(cp, c), until, checks_of(cp, c),
                               gates)
 
+    return _with_storage(cp, cp.projects[taken.project_id], [h.compute for h in taken.handovers],
+                         run_one, until, _start_of(taken))
+
+
+def segment_to_call(cp: ControlPlane, project: Any, workloads: NamedWorkloads,
+                    pending: Taken | None) -> tuple[list[Advanced], Replayed]:
+    """Run a named project's computes up to (not including) now, the instant of a scripted
+    call, with its storage replayed: from their creation's start (`pending` None) or from
+    the hand-over after an earlier call."""
+    now = cp.now
+    if pending is None:
+        computes = [cp.computes[i] for b in project.branches for i in cp.branches[b].computes]
+
+        def run_one(c: Compute, gates: Gates | None) -> Advanced:
+            return advance_to_call(cp, c, workloads.of(cp, c), now, checks_of(cp, c), gates)
+
+        start = StorageStart.at_creation(cp, project)
+        return _with_storage(cp, project, computes, run_one, now, start)
+    by_id = {h.compute.id: h for h in pending.handovers}
+
+    def resume_one(c: Compute, gates: Gates | None) -> Advanced:
+        return resume_compute(cp, by_id[c.id], workloads.of(cp, c), now, checks_of(cp, c),
+                              gates, to_call=True)
+
+    return _with_storage(cp, project, [h.compute for h in pending.handovers], resume_one, now,
+                         _start_of(pending))
+
+
+def _start_of(taken: Taken) -> StorageStart:
     quiet = {None if key == "project" else key.removeprefix("branch:"): since
              for key, since in taken.quiet_since.items()}
-    start = StorageStart(quiet, at=taken.handovers[0].at if taken.handovers else None)
-    return _with_storage(cp, cp.projects[taken.project_id], [h.compute for h in taken.handovers],
-                         run_one, until, start)
+    return StorageStart(quiet, at=taken.handovers[0].at if taken.handovers else None)
 
 
 def _with_storage(cp: ControlPlane, project: Any, computes: list[Compute], run_one: RunOne,
-                  until: float, start: StorageStart) -> tuple[list[Advanced], Replayed | None]:
+                  until: float, start: StorageStart) -> tuple[list[Advanced], Replayed]:
     """Run the computes, replay the project's storage lane between them, and go round until
     the replay gives back the gates (the wakes that wait for the lane) the kernel ran with."""
     streams = [(c, cp.streams.get(f"ops/{c.key}")) for c in computes]
@@ -171,13 +199,12 @@ def _with_storage(cp: ControlPlane, project: Any, computes: list[Compute], run_o
             replayed = replay_storage(cp, project, list(advanced.values()), until, ranks, start)
         except StorageTie as err:
             raise HandBack(str(err)) from None
-        found = {} if replayed is None else replayed.gates
+        found = replayed.gates
         stale = {cid for cid in found.keys() | gates.keys()
                  if not _same_gates(found.get(cid), gates.get(cid))}
         if not stale:
             done = [advanced[c.id] for c in computes]
-            if replayed is not None:
-                _check_storage_instants(done, replayed)
+            _check_storage_instants(done, replayed)
             return done, replayed
         gates = found
     raise HandBack("the storage lane and the computes' wakes did not settle")
@@ -223,11 +250,10 @@ def run_fleet_path(cp: ControlPlane, scenario: Scenario,
             handed_back[project_id] = str(err)
             continue
         created = []
-        if replayed is not None:
-            project = cp.projects[project_id]
-            if cp.config.record_events:
-                created += [(*order, op) for order, op in storage_operations(cp, project, replayed)]
-            settle_storage(cp, project, replayed)
+        project = cp.projects[project_id]
+        if cp.config.record_events:
+            created += [(*order, op) for order, op in storage_operations(cp, project, replayed)]
+        settle_storage(cp, project, replayed)
         for adv in advanced:
             ops = apply_advanced(cp, adv)
             if not ops:  # events not recorded: no operation was built

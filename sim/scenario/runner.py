@@ -21,7 +21,7 @@ from sim.engine.records import ActionRecord, RunResult
 from sim.rules.connections import DEFAULT_POOL_SHARE
 from sim.rules.errors import ApiError
 from sim.scenario.fleetpath_run import FLEET_PATH, NamedWorkloads, engine_reasons, run_fleet_path
-from sim.scenario.handover import Taken, action_keys, schedule_first_calls, schedule_handovers
+from sim.scenario.handover import Taken, action_keys, schedule_calls, schedule_handovers
 from sim.scenario.merge import canonical_result, instance_order
 from sim.scenario.references import Reference, render_body, render_path
 from sim.scenario.schema import ComputeSpec, ProjectInstance, Scenario
@@ -239,10 +239,10 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
     cp.kernel_storage = {c.project_id for c, _ in external}
     workloads = NamedWorkloads(scenario, {c.id: spec for c, spec in placed})
     back: dict[str, str] = {}  # project id -> why the engine runs it alone
-    taken: list[Taken] = []
+    taken: dict[str, Taken] = {}  # project id -> handed to the kernel after a call
     if fleet_path:
-        # ahead of the calls: the engine must hold a named project when its first call runs
-        schedule_first_calls(cp, scenario, fleet.projects, workloads, back)
+        # ahead of the calls: the engine must hold a named project when a call runs
+        schedule_calls(cp, scenario, fleet.projects, workloads, taken, back)
     else:
         attach_workloads(cp, scenario, placed)
     schedule_releases(cp, scenario)
@@ -256,15 +256,15 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
         cp.run_until(total * i / steps)
         if progress is not None:
             progress(cp.now, total)
-    taken = [t for t in taken if t.project_id not in back]
-    if external or taken:
-        back |= run_fleet_path(cp, scenario, external, cp.now, taken, workloads)
+    kept = [t for t in taken.values() if t.project_id not in back]
+    if external or kept:
+        back |= run_fleet_path(cp, scenario, external, cp.now, kept, workloads)
     back_keys = _linked({cp.projects[pid].key for pid in back}, named)
     excluded = {pid for pid, p in cp.projects.items() if p.key in back_keys}
     result = cp.result(scenario.name, total, scenario.price_per_cu_hour,
                        assumptions(scenario, cp), exclude=excluded)
     result.actions = [a for a, keys in zip(actions, named, strict=True) if not keys & back_keys]
-    result.roads = _roads(cp, reasons if fleet_path else None, taken, excluded)
+    result.roads = _roads(cp, reasons if fleet_path else None, kept, excluded)
     keys = [inst.key for inst in instances if inst.key not in back_keys]
     return _Part(result, keys, [inst.key for inst in instances if inst.key in back_keys], cp,
                  fleet)
