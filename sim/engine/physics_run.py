@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from sim.engine import physics as k
-from sim.engine.clock import to_us
 from sim.engine.config import ConnectionRecording
 from sim.engine.connection_table import ColumnBlock
 from sim.engine.kernel import timeout_at
@@ -417,26 +416,32 @@ def op_order(adv: Advanced) -> list[tuple[float, float]]:
                     strict=True))
 
 
+_NAMES = {code: action.value for code, action in _ACTIONS.items()}
+
+
 def _operations(cp: ControlPlane, adv: Advanced) -> list[Operation]:
+    """The compute's operations, ids drawn in creation order; their creation stamps are
+    given when they are filed (`file_operations`)."""
     c, out = adv.compute, adv.out
     n = int(out["i"][k.N_OPS])
     ids = cp.ids.operations(cp.streams.get(f"ids/{c.key}"), n)
     backoff = cp.config.retry_backoff_s
+    pid, bid, cid = c.project_id, c.branch_id, c.id
+    finished_code, failed_code = k.FINISHED, k.FAILED
     ops = []
-    for ident, action, created, status, failures, updated, finished in zip(
-            ids, out["op_action"][:n].tolist(), out["op_created"][:n].tolist(),
-            out["op_status"][:n].tolist(), out["op_failures"][:n].tolist(),
-            out["op_updated"][:n].tolist(), out["op_finished"][:n].tolist(), strict=True):
-        name = _ACTIONS[action].value
-        op = Operation(
-            id=ident, project_id=c.project_id, branch_id=c.branch_id,
-            endpoint_id=c.id, action=name, status=_STATUS[status], created_us=to_us(created),
-            updated_at=updated, failures_count=failures,
-            error=f"{name} attempt {failures} failed (injected fault)" if failures else None,
-            retry_at=updated + backoff if status == k.FAILED else None,
-            finished_at=finished if status == k.FINISHED else None,
-        )
-        ops.append(op)
+    append = ops.append
+    for ident, action, status, failures, updated, finished in zip(
+            ids, out["op_action"][:n].tolist(), out["op_status"][:n].tolist(),
+            out["op_failures"][:n].tolist(), out["op_updated"][:n].tolist(),
+            out["op_finished"][:n].tolist(), strict=True):
+        name = _NAMES[action]
+        # positional: id, project, branch, endpoint, action, status, created_us, updated_at,
+        # failures_count, error, retry_at, started_at, finished_at
+        append(Operation(
+            ident, pid, bid, cid, name, _STATUS[status], 0, updated, failures,
+            f"{name} attempt {failures} failed (injected fault)" if failures else None,
+            updated + backoff if status == failed_code else None, None,
+            finished if status == finished_code else None))
     return ops
 
 

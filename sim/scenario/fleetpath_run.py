@@ -15,6 +15,7 @@ projects handed back in a run of their own and merges the two results.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -278,9 +279,12 @@ def file_operations(cp: ControlPlane, project_id: str,
     and merge them into its list."""
     project = cp.projects[project_id]
     last = project.last_op_us
-    for t, _, _, _, op in sorted(created, key=lambda entry: entry[:4]):
-        op.created_us = last = max(to_us(t), last + 1)
-        cp.operations[op.id] = op
-    project.operations = sorted(project.operations + [e[4] for e in created],
-                                key=lambda o: o.created_us)
+    created.sort(key=itemgetter(0, 1, 2, 3))
+    for t, _, _, _, op in created:
+        us = to_us(t)
+        op.created_us = last = us if us > last else last + 1
+    filed = [entry[4] for entry in created]
+    cp.operations.update((op.id, op) for op in filed)
+    # both already in order: the sort merges two runs
+    project.operations = sorted(project.operations + filed, key=attrgetter("created_us"))
     project.last_op_us = last
