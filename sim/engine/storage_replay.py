@@ -168,7 +168,8 @@ def replay_storage(cp: ControlPlane, project: Project, advanced: list[Advanced],
     """Replay the project's storage lane to `until`. `ranks`: compute id -> the rank of its
     branch's availability checks. Raises StorageTie."""
     clocks = _Clocks(cp, project, advanced, until, start)
-    if not clocks.rings:  # nothing rings: the lane stays empty
+    if not clocks.rings and not project.detached and not any(
+            cp.branches[b].archived for b in project.branches):  # the lane stays empty
         return Replayed({}, [], project.detached,
                         {b: cp.branches[b].archived for b in project.branches},
                         clocks.idle_since, cp.streams.get(f"ops/{project.key}"))

@@ -174,7 +174,7 @@ def segment_to_call(cp: ControlPlane, project: Any, workloads: NamedWorkloads,
 def _start_of(taken: Taken) -> StorageStart:
     quiet = {None if key == "project" else key.removeprefix("branch:"): since
              for key, since in taken.quiet_since.items()}
-    return StorageStart(quiet, at=taken.handovers[0].at if taken.handovers else None)
+    return StorageStart(quiet, at=taken.at)
 
 
 def _with_storage(cp: ControlPlane, project: Any, computes: list[Compute], run_one: RunOne,

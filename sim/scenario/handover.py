@@ -49,6 +49,7 @@ class Taken:
     """A project's computes, handed over, and how long its storage had been quiet then."""
 
     project_id: str
+    at: float  # when
     handovers: list[Handover]
     #: "project" / "branch:<id>" -> since when it was quiet at the hand-over (None: on)
     quiet_since: dict[str, float | None] = field(default_factory=dict)
@@ -125,7 +126,9 @@ def _wait_then_take(cp: ControlPlane, project_id: str, at: float, next_call: flo
         branch = cp.branches[b]
         quiet[f"branch:{b}"] = branch.idle_since
         branch.idle_since = None
-    taken[project_id] = Taken(project_id, [hand_over(cp, c, tick) for c, tick in chosen], quiet)
+    taken[project_id] = Taken(project_id, cp.now, [hand_over(cp, c, tick) for c, tick in chosen],
+                              quiet)
+    cp.kernel_storage.add(project_id)  # the engine's idle clocks ring for nothing meanwhile
 
 
 def schedule_handovers(cp: ControlPlane, scenario: Scenario, projects: dict[str, str],
@@ -160,13 +163,13 @@ def _give(cp: ControlPlane, project_id: str, workloads: NamedWorkloads,
     from sim.scenario.fleetpath_run import HandBack as Unresolved
     from sim.scenario.fleetpath_run import _check_rank, file_operations, segment_to_call
 
-    if project_id in back:
-        return
+    if project_id in back or project_id not in cp.kernel_storage:
+        return  # the engine holds it (still)
     pending = taken.pop(project_id, None)
-    if pending is None and not first:
-        return  # the engine holds it still
     project = cp.projects[project_id]
     try:
+        if pending is None and not first:
+            raise HandBack("held by the kernel at a call but never handed to it")
         if pending is None and not all(
                 c.runtime is not None and c.runtime.external and c.runtime.activated_at
                 is not None for c in _computes(cp, project)):
@@ -176,7 +179,8 @@ def _give(cp: ControlPlane, project_id: str, workloads: NamedWorkloads,
             raise HandBack("busy at the instant of a scripted call")
         if any(op.done_at >= cp.now for op in replayed.ops):
             raise HandBack("storage work underway at the instant of a scripted call")
-        timers = _idle_timers(cp, project, replayed.idle_since)
+        timers = _idle_timers(cp, project, replayed.idle_since,
+                              project.created_at if pending is None else pending.at)
     except (HandBack, Unresolved, Tie) as err:
         back[project_id] = str(err)
         return
@@ -191,6 +195,7 @@ def _give(cp: ControlPlane, project_id: str, workloads: NamedWorkloads,
     if created:
         file_operations(cp, project_id, created)
     settle_storage(cp, project, replayed)
+    cp.kernel_storage.discard(project_id)
     for adv in advanced:  # its branch's availability checks are the engine's again
         branch = cp.branches[adv.compute.branch_id]
         tick = next_tick(cp, adv.compute)
@@ -204,14 +209,16 @@ def _computes(cp: ControlPlane, project: Any) -> list[Compute]:
     return [cp.computes[i] for b in project.branches for i in cp.branches[b].computes]
 
 
-def _idle_timers(cp: ControlPlane, project: Any, idle_since: dict[str | None, float | None]
-                 ) -> list[tuple[float, Any]]:
-    """The engine's detach and archive clocks still running now, as timers to schedule
-    (those that rang before now, the replay took)."""
+def _idle_timers(cp: ControlPlane, project: Any, idle_since: dict[str | None, float | None],
+                 taken_at: float) -> list[tuple[float, Any]]:
+    """The engine's detach and archive clocks still running now that started while the
+    kernel held the project (since `taken_at`), as timers to schedule: one that started
+    before has the engine's own timer pending still, and one that rang before now, the
+    replay took."""
     cfg, now = cp.config, cp.now
     timers: list[tuple[float, Any]] = []
     for holder, since in idle_since.items():
-        if since is None:
+        if since is None or since <= taken_at:
             continue
         if holder is None:
             after, check, target = cfg.detach_after_s, cp._maybe_detach, project

@@ -236,7 +236,9 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
             external += built
         else:
             placed += built
-    cp.kernel_storage = {c.project_id for c, _ in external}
+    # the kernel holds every project at first (a named one up to its first call), and the
+    # storage replay runs its storage lifecycle while it does
+    cp.kernel_storage = {c.project_id for c, _ in external + placed} if fleet_path else set()
     workloads = NamedWorkloads(scenario, {c.id: spec for c, spec in placed})
     back: dict[str, str] = {}  # project id -> why the engine runs it alone
     taken: dict[str, Taken] = {}  # project id -> handed to the kernel after a call

@@ -137,3 +137,38 @@ def test_a_wake_skips_a_queued_archive_and_waits_for_the_detach_then_the_reattac
     assert statuses[("tenant_reattach", "finished")] > 0
     waits = [w.wait_s for w in result.wakes if w.cause == "connection"]
     assert max(waits) > 3600  # waited for the detach's two hours
+
+
+def with_calls(doc: dict, duration_h: int) -> dict:
+    """The first project named by two scripted calls, a third and two thirds of the way in."""
+    path = "/projects/{s0[0]}/endpoints/{s0[0].main.read_write}"
+    doc["actions"] = [
+        {"at": f"{duration_h // 3}h", "call": f"PATCH {path}",
+         "body": {"endpoint": {"suspend_timeout_seconds": 120}}},
+        {"at": f"{2 * duration_h // 3}h", "call": f"PATCH {path}",
+         "body": {"endpoint": {"suspend_timeout_seconds": 60}}},
+    ]
+    return doc
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_project_named_by_two_calls_is_the_kernels_between_them(
+        seed: int, fallbacks: list[str], monkeypatch) -> None:
+    import sim.scenario.handover as handover
+
+    taken: list[float] = []
+    real = handover.hand_over
+
+    def spy(cp, c, tick):
+        taken.append(cp.now)
+        return real(cp, c, tick)
+
+    monkeypatch.setattr(handover, "hand_over", spy)
+    doc = storage_scenario(seed)
+    doc = with_calls(doc, int(doc["duration"].removesuffix("h")))
+    result = assert_same_tables(parse_scenario(doc))
+    first, second = (a["at"] for a in doc["actions"])
+    assert result.roads.get("fleet path but for its scripted calls", 0) > 0 or fallbacks
+    if not fallbacks:  # taken back after each call: once before the second, once after it
+        hours = sorted({t // 3600 for t in taken})
+        assert any(h < int(second[:-1]) for h in hours) and hours[-1] >= int(second[:-1]), hours
