@@ -23,8 +23,6 @@ things at one instant would decide the outcome and is not known, it raises
 
 from __future__ import annotations
 
-import bisect
-import copy
 import heapq
 import math
 from collections import deque
@@ -81,7 +79,6 @@ class Replayed:
     detached: bool
     archived: dict[str, bool]
     idle_since: dict[str | None, float | None]  # None: the project; else a branch id
-    ops_rng: np.random.Generator
 
 
 @dataclass
@@ -172,7 +169,7 @@ def replay_storage(cp: ControlPlane, project: Project, advanced: list[Advanced],
             cp.branches[b].archived for b in project.branches):  # the lane stays empty
         return Replayed({}, [], project.detached,
                         {b: cp.branches[b].archived for b in project.branches},
-                        clocks.idle_since, cp.streams.get(f"ops/{project.key}"))
+                        clocks.idle_since)
     return _Replay(cp, project, advanced, until, ranks, clocks).run()
 
 
@@ -185,7 +182,8 @@ class _Replay:
                  until: float, ranks: dict[str, int], clocks: _Clocks):
         self.cp, self.project, self.until = cp, project, until
         self.cfg = cp.config
-        self.rng = copy.deepcopy(cp.streams.get(f"ops/{project.key}"))
+        # the project's own stream: the caller puts it back before each round
+        self.rng = cp.streams.get(f"ops/{project.key}")
         self.clocks = clocks
         self.detached = project.detached
         self.archived = {b: cp.branches[b].archived for b in project.branches}
@@ -197,44 +195,54 @@ class _Replay:
         self._wake_table(advanced, ranks)
 
     def _wake_table(self, advanced: list[Advanced], ranks: dict[str, int]) -> None:
-        """Every wake (start_compute) of the project's computes in the engine's order, and
-        where each branch's wakes are in it."""
-        events = []
-        for adv in advanced:
-            c, out = adv.compute, adv.out
+        """Every wake (start_compute) of the project's computes, as columns in the engine's
+        order (instant, when scheduled, check rank, position among the compute's
+        operations), and where each branch's wakes are in it."""
+        cols: list[list[np.ndarray]] = [[], [], [], [], []]
+        for x, adv in enumerate(advanced):
+            out = adv.out
             n = int(out["i"][k.N_OPS])
             starts = np.flatnonzero(out["op_action"][:n] == k.START)
-            rank = ranks.get(c.id, 0)
-            events += [(t, sched, rank, j, c.id, c.branch_id) for j, t, sched in zip(
-                starts.tolist(), out["op_created"][starts].tolist(),
-                out["op_sched"][starts].tolist(), strict=True)]
-        events.sort(key=lambda e: e[:4])
-        quiet = np.concatenate([adv.on_ends for adv in advanced]) if advanced else np.empty(0)
-        if len(events) and np.isin(np.array([e[0] for e in events]), quiet).any():
+            for col, values in zip(cols, (out["op_created"][starts], out["op_sched"][starts],
+                                          np.full(len(starts), ranks.get(adv.compute.id, 0)),
+                                          starts, np.full(len(starts), x)), strict=True):
+                col.append(values)
+        t, sched, rank, j, who = (np.concatenate(col) for col in cols)
+        order = np.lexsort((j, rank, sched, t))
+        self.t, self.sched, self.rank, self.j, self.who = (
+            t[order], sched[order], rank[order], j[order], who[order])
+        quiet = np.concatenate([adv.on_ends for adv in advanced])
+        if np.isin(self.t, quiet).any():
             raise StorageTie("a compute went quiet at the instant of another's wake")
-        self.events = events
-        self.keys = [e[:4] for e in events]
-        self.by_branch: dict[str, list[int]] = {}
-        for x, e in enumerate(events):
-            self.by_branch.setdefault(e[5], []).append(x)
+        self.computes = [adv.compute for adv in advanced]
+        branch_of = np.array([c.branch_id for c in self.computes], dtype=object)
+        self.by_branch = {b: np.flatnonzero(branch_of[self.who] == b)
+                          for b in {c.branch_id for c in self.computes}} if len(self.t) else {}
+
+    def _first_from(self, t: float, sched: float) -> int:
+        """The position of the first wake at or after (t, sched) in the engine's order."""
+        x = int(np.searchsorted(self.t, t, side="left"))
+        while x < len(self.t) and self.t[x] == t and self.sched[x] < sched:
+            x += 1
+        return x
 
     def _next_wake(self, x: int) -> int:
         """The first wake from position x that meets storage work (len: none)."""
         if self.lane or self.detached:
             return x
-        best = len(self.events)
+        best = len(self.t)
         for branch, archived in self.archived.items():
             if archived and branch in self.by_branch:
                 at = self.by_branch[branch]
-                y = bisect.bisect_left(at, x)
+                y = int(np.searchsorted(at, x, side="left"))
                 if y < len(at) and at[y] < best:
-                    best = at[y]
+                    best = int(at[y])
         return best
 
     # -- the replay ----------------------------------------------------------
     def run(self) -> Replayed:
-        events, rings, lane_events = self.events, self.clocks.rings, self.lane_events
-        n, x, r = len(events), 0, 0
+        times, scheds, rings, lane_events = self.t, self.sched, self.clocks.rings, self.lane_events
+        n, x, r = len(times), 0, 0
         while True:
             # the wakes before the next one that meets storage work come before any storage
             # event too (else it would be that event's turn): stepped over once it is taken
@@ -243,7 +251,7 @@ class _Replay:
             # source's next event as (instant, when it was scheduled)
             heads = []
             if y < n:
-                heads.append((events[y][0], events[y][1], 0))
+                heads.append((float(times[y]), float(scheds[y]), 0))
             if r < len(rings):
                 heads.append((rings[r][0], rings[r][1], 1))
             if lane_events:
@@ -256,11 +264,11 @@ class _Replay:
             if sum(h[:2] == (t, sched) for h in heads) > 1:
                 raise StorageTie("storage work at the instant of a compute's event")
             if source == 0:
-                _, sched, rank, j, cid, branch = events[y]
+                c = self.computes[self.who[y]]
+                self._wake(t, c.id, c.branch_id, (t, sched, int(self.rank[y]), int(self.j[y]) - 0.5))
                 x = y + 1
-                self._wake(t, cid, branch, (t, sched, rank, j - 0.5))
                 continue
-            x = max(x, bisect.bisect_left(self.keys, (t, sched)))  # the wakes before it are past
+            x = max(x, self._first_from(t, sched))  # the wakes before it are past
             if source == 1:
                 _, _, _, holder, since = rings[r]
                 r += 1
@@ -274,7 +282,7 @@ class _Replay:
             at.append(t)
             until.append(max(op.done_at for op in wake.after))
         return Replayed({cid: Gates(np.array(a), np.array(u)) for cid, (a, u) in gates.items()},
-                        self.ops, self.detached, self.archived, self.clocks.idle_since, self.rng)
+                        self.ops, self.detached, self.archived, self.clocks.idle_since)
 
     def _wake(self, t: float, cid: str, branch: str, order: tuple) -> None:
         """Lifecycle.wake: queued detach / archive superseded, storage brought back first."""
@@ -369,14 +377,13 @@ def storage_operations(cp: ControlPlane, project: Project, replayed: Replayed
 
 
 def settle_storage(cp: ControlPlane, project: Project, replayed: Replayed) -> None:
-    """Leave the project's storage flags, idle clocks and stream as the engine would."""
+    """Leave the project's storage flags and idle clocks as the engine would."""
     project.detached = replayed.detached
     project.idle_since = replayed.idle_since[None]
     for b, archived in replayed.archived.items():
         branch = cp.branches[b]
         branch.archived = archived
         branch.idle_since = replayed.idle_since[b]
-    cp.streams.get(f"ops/{project.key}").bit_generator.state = replayed.ops_rng.bit_generator.state
 
 
 __all__ = ["Replayed", "StorageStart", "StorageTie", "replay_storage", "settle_storage", "storage_operations"]

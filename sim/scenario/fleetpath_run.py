@@ -183,6 +183,8 @@ def _with_storage(cp: ControlPlane, project: Any, computes: list[Compute], run_o
     the replay gives back the gates (the wakes that wait for the lane) the kernel ran with."""
     streams = [(c, cp.streams.get(f"ops/{c.key}")) for c in computes]
     states = {c.id: rng.bit_generator.state for c, rng in streams}  # each round draws again
+    lane_rng = cp.streams.get(f"ops/{project.key}")  # and so does the storage lane
+    lane_state = lane_rng.bit_generator.state
     ranks = {c.id: _check_rank(cp, c) for c in computes}
     gates: dict[str, Gates] = {}
     advanced: dict[str, Advanced] = {}
@@ -196,6 +198,7 @@ def _with_storage(cp: ControlPlane, project: Any, computes: list[Compute], run_o
                 advanced[c.id] = run_one(c, gates.get(c.id))
             except Tie as err:
                 raise HandBack(str(err)) from None
+        lane_rng.bit_generator.state = lane_state
         try:
             replayed = replay_storage(cp, project, list(advanced.values()), until, ranks, start)
         except StorageTie as err:
@@ -219,8 +222,11 @@ def _same_gates(a: Gates | None, b: Gates | None) -> bool:
 def _check_storage_instants(advanced: list[Advanced], replayed: Replayed) -> None:
     """A detach or archive made at the very instant a compute made an operation, by events
     scheduled at one instant too: which came first is not known here."""
+    by_clocks = [op.order[:2] for op in replayed.ops if op.order[2] < 0]
+    if not by_clocks:
+        return
     made = {key for adv in advanced for key in op_order(adv)}
-    if any(op.order[2] < 0 and op.order[:2] in made for op in replayed.ops):
+    if any(key in made for key in by_clocks):
         raise HandBack("storage work made at the instant of a compute's operation")
 
 
