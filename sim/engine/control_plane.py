@@ -12,6 +12,7 @@ import bisect
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -397,13 +398,16 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
                 s.cold_starts, s.restarts, s.suspends, s.peak_connections, s.active_s, s.cu_s,
                 c.created_at, c.deleted_at,
             ))
-        ops = [
-            OperationRow(o.id, o.project_id, o.branch_id, o.endpoint_id, o.action, o.status,
-                         o.failures_count, o.created_at, o.updated_at, o.total_duration_ms,
-                         o.error)
-            for p in projects.values() for o in p.operations
-        ]
         rec = self.recorder
+        ops = []
+        for p in projects.values():
+            mine = [OperationRow(o.id, o.project_id, o.branch_id, o.endpoint_id, o.action,
+                                 o.status, o.failures_count, o.created_at, o.updated_at,
+                                 o.total_duration_ms, o.error) for o in p.operations]
+            kernel = rec.operation_rows.get(p.id)
+            if kernel:  # stamped after those the project had, but merged by stamp all the same
+                mine = sorted(mine + kernel, key=attrgetter("created_s")) if mine else kernel
+            ops += mine
 
         def kept(rows: list) -> list:
             return [r for r in rows if r.project_id not in exclude] if exclude else list(rows)

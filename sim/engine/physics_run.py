@@ -23,6 +23,7 @@ from sim.engine.config import ConnectionRecording
 from sim.engine.connection_table import ColumnBlock
 from sim.engine.kernel import timeout_at
 from sim.engine.model import Compute, Operation
+from sim.engine.operation_rows import OperationColumns
 from sim.engine.records import StateInterval, WakeRecord
 from sim.engine.runtime import SessionArrays
 from sim.rules.connections import POOLER_MAX_CLIENTS
@@ -327,6 +328,31 @@ def apply_advanced(cp: ControlPlane, adv: Advanced, engine_next: bool = False
                    ) -> list[Operation]:
     """Write the compute's counters and rows into `cp`; return its operations (not filed).
     `engine_next`: the engine takes the compute over from here."""
+    if _apply_rows(cp, adv, engine_next):
+        return _operations(cp, adv)
+    return []
+
+
+def apply_advanced_to_end(cp: ControlPlane, adv: Advanced, rank: int) -> OperationColumns | None:
+    """`apply_advanced` for a compute the kernel ran to the end of the run: its operations
+    as columns (`sim.engine.operation_rows`), None when events are not recorded."""
+    if not _apply_rows(cp, adv, False):
+        return None
+    c, out = adv.compute, adv.out
+    n = int(out["i"][k.N_OPS])
+    status = out["op_status"][:n]
+    finished = np.where(status == k.FINISHED, out["op_finished"][:n], np.nan)
+    return OperationColumns(
+        cp.ids.operations(cp.streams.get(f"ids/{c.key}"), n), [c.branch_id] * n, [c.id] * n,
+        list(map(_NAMES.__getitem__, out["op_action"][:n].tolist())),
+        list(map(_STATUS.__getitem__, status.tolist())), out["op_failures"][:n],
+        out["op_created"][:n], out["op_updated"][:n], finished, out["op_sched"][:n],
+        np.full(n, rank), np.arange(n, dtype=np.float64))
+
+
+def _apply_rows(cp: ControlPlane, adv: Advanced, engine_next: bool) -> bool:
+    """The counters, connections, intervals and wakes; True when events are recorded (the
+    operations are then the caller's to build)."""
     c, out = adv.compute, adv.out
     f, i = out["f"], out["i"]
     s = c.stats
@@ -345,7 +371,7 @@ def apply_advanced(cp: ControlPlane, adv: Advanced, engine_next: bool = False
             waits = cp.recorder.wake_waits
             new = out["wk_wait"][:n_wake]
             waits[c.id] = np.concatenate((waits[c.id], new)) if c.id in waits else new.copy()
-        return []
+        return False
     # rows built by map(_make, zip(...)): no Python frame per row (a fleet has millions)
     cid, pid = repeat(c.id, n_iv), repeat(c.project_id, n_iv)
     cp.recorder.intervals.extend(map(StateInterval._make, zip(
@@ -356,7 +382,7 @@ def apply_advanced(cp: ControlPlane, adv: Advanced, engine_next: bool = False
         repeat(c.id, n_wake), repeat(c.project_id, n_wake), out["wk_at"][:n_wake].tolist(),
         map(_CAUSES.__getitem__, out["wk_cause"][:n_wake].tolist()),
         out["wk_wait"][:n_wake].tolist(), strict=True)))
-    return _operations(cp, adv)
+    return True
 
 
 def _connections(cp: ControlPlane, adv: Advanced, engine_next: bool) -> list[int]:
@@ -446,5 +472,5 @@ def _operations(cp: ControlPlane, adv: Advanced) -> list[Operation]:
 
 
 __all__ = ["Advanced", "Gates", "Handover", "Sessions", "Tie", "advance_compute", "advance_to_call",
-           "apply_advanced", "can_resume", "give_to_engine", "hand_over", "longest_quiet", "op_order",
-           "resume_compute", "settled"]
+           "apply_advanced", "apply_advanced_to_end", "can_resume", "give_to_engine", "hand_over",
+           "longest_quiet", "op_order", "resume_compute", "settled"]

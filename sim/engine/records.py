@@ -62,6 +62,8 @@ class Recorder:
     on_ns: np.ndarray | None = None  # per minute (see `per_minute_ns`)
     quarter_ns: np.ndarray | None = None
     wake_waits: dict[str, np.ndarray] = field(default_factory=dict)
+    #: project id -> the kernel's operations as rows, in creation order (operation_rows)
+    operation_rows: dict[str, list[OperationRow]] = field(default_factory=dict)
 
     #: on-spans waiting to be folded into the per-minute sums (folding is per batch:
     #: each fold costs a pass over every minute of the run)

@@ -33,6 +33,7 @@ import numpy as np
 
 from sim.engine import physics as k
 from sim.engine.model import Operation, Project
+from sim.engine.operation_rows import OperationColumns
 from sim.engine.physics_run import Advanced, Gates
 from sim.rules.operations import Action
 from sim.rules.states import OperationStatus as S
@@ -376,6 +377,20 @@ def storage_operations(cp: ControlPlane, project: Project, replayed: Replayed
     return made
 
 
+def storage_columns(cp: ControlPlane, project: Project, replayed: Replayed) -> OperationColumns:
+    """The lane's operations as columns (`sim.engine.operation_rows`), ids drawn from the
+    project's id stream in creation order."""
+    ops = replayed.ops
+    n = len(ops)
+    return OperationColumns(
+        cp.ids.operations(cp.id_stream(project), n), [op.branch_id for op in ops], [None] * n,
+        [op.action.value for op in ops], [op.status for op in ops],
+        np.array([op.failures for op in ops], dtype=np.int64),
+        np.array([op.created for op in ops]), np.array([op.updated for op in ops]),
+        np.array([np.nan if op.finished is None else op.finished for op in ops]),
+        *(np.array([op.order[m] for op in ops], dtype=np.float64) for m in (1, 2, 3)))
+
+
 def settle_storage(cp: ControlPlane, project: Project, replayed: Replayed) -> None:
     """Leave the project's storage flags and idle clocks as the engine would."""
     project.detached = replayed.detached
@@ -386,4 +401,5 @@ def settle_storage(cp: ControlPlane, project: Project, replayed: Replayed) -> No
         branch.idle_since = replayed.idle_since[b]
 
 
-__all__ = ["Replayed", "StorageStart", "StorageTie", "replay_storage", "settle_storage", "storage_operations"]
+__all__ = ["Replayed", "StorageStart", "StorageTie", "replay_storage", "settle_storage",
+           "storage_columns", "storage_operations"]

@@ -25,6 +25,7 @@ from sim.engine.control_plane import ControlPlane
 from sim.engine.feed import drawn_sessions
 from sim.engine.lifecycle import checked_compute
 from sim.engine.model import Compute, Operation
+from sim.engine.operation_rows import file_rows
 from sim.engine.physics_run import (
     Advanced,
     Gates,
@@ -32,7 +33,7 @@ from sim.engine.physics_run import (
     Tie,
     advance_compute,
     advance_to_call,
-    apply_advanced,
+    apply_advanced_to_end,
     op_order,
     resume_compute,
 )
@@ -42,7 +43,7 @@ from sim.engine.storage_replay import (
     StorageTie,
     replay_storage,
     settle_storage,
-    storage_operations,
+    storage_columns,
 )
 from sim.scenario.handover import Taken
 from sim.scenario.references import body_references, parse_reference
@@ -256,20 +257,14 @@ def run_fleet_path(cp: ControlPlane, scenario: Scenario,
         except HandBack as err:
             handed_back[project_id] = str(err)
             continue
-        created = []
         project = cp.projects[project_id]
-        if cp.config.record_events:
-            created += [(*order, op) for order, op in storage_operations(cp, project, replayed)]
+        parts = [storage_columns(cp, project, replayed)] if cp.config.record_events else []
         settle_storage(cp, project, replayed)
         for adv in advanced:
-            ops = apply_advanced(cp, adv)
-            if not ops:  # events not recorded: no operation was built
-                continue
-            rank = _check_rank(cp, adv.compute)
-            created += [(t, sched, rank, j, op)
-                        for j, ((t, sched), op) in enumerate(zip(op_order(adv), ops, strict=True))]
-        if created:
-            file_operations(cp, project_id, created)
+            ops = apply_advanced_to_end(cp, adv, _check_rank(cp, adv.compute))
+            if ops is not None:  # None: events not recorded, no operation made
+                parts.append(ops)
+        file_rows(cp, project, parts)
     return handed_back
 
 

@@ -1,0 +1,87 @@
+"""The compute kernel's operations as rows of the run's table, without an object each.
+
+Once the kernel has run a project to the end of the run, nothing asks the API
+for its operations any more: only the run's operations table does. So its
+operations (those of its computes, and its storage lane's) stay columns until
+they are rows, stamped as the engine stamps what it creates: in creation order,
+never two in one microsecond within a project (a later one moves by 1 us).
+A project the engine holds when an API call may come keeps its operations as
+objects (`sim.scenario.fleetpath_run.file_operations`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import repeat
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sim.engine.records import OperationRow
+
+if TYPE_CHECKING:
+    from sim.engine.control_plane import ControlPlane
+    from sim.engine.model import Project
+
+
+@dataclass
+class OperationColumns:
+    """Operations in creation order, with where each goes among the project's operations
+    made at one instant (when the event that made it was scheduled, the check rank of its
+    branch, its position among its compute's operations)."""
+
+    ids: list[str]
+    branch_id: list[str | None]
+    endpoint_id: list[str | None]
+    action: list[str]
+    status: list[str]
+    failures: np.ndarray
+    created: np.ndarray  # instants, seconds
+    updated: np.ndarray
+    finished: np.ndarray  # NaN: not finished
+    sched: np.ndarray
+    rank: np.ndarray
+    j: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def file_rows(cp: ControlPlane, project: Project, parts: list[OperationColumns]) -> None:
+    """Stamp a project's operations in creation order after those it has, and keep them as
+    rows of the run's operations table (`ControlPlane.result`)."""
+    parts = [part for part in parts if len(part)]
+    if not parts:
+        return
+    cat = {name: np.concatenate([getattr(part, name) for part in parts])
+           for name in ("failures", "created", "updated", "finished", "sched", "rank", "j")}
+    order = np.lexsort((cat["j"], cat["rank"], cat["sched"], cat["created"]))
+    # the engine's stamp: us = max(round(t * 1e6), last + 1), one after another; with
+    # c = us - position that is a running maximum
+    us = np.round(cat["created"][order] * 1_000_000).astype(np.int64)
+    at = np.arange(len(us), dtype=np.int64)
+    stamped = np.maximum.accumulate(np.maximum(us - at, project.last_op_us + 1)) + at
+    project.last_op_us = int(stamped[-1])
+    created_s = stamped / 1_000_000
+    updated = cat["updated"][order]
+    finished = cat["finished"][order]
+    end = np.where(np.isnan(finished), updated, finished)
+    total_ms = np.maximum(0, np.round((end - created_s) * 1000)).astype(np.int64)
+    failures = cat["failures"][order].tolist()
+    take = order.tolist()
+
+    def column(name: str) -> list:
+        values = [v for part in parts for v in getattr(part, name)]
+        return [values[i] for i in take]
+
+    action = column("action")
+    errors = [f"{a} attempt {n} failed (injected fault)" if n else None
+              for a, n in zip(action, failures, strict=True)]
+    rows = list(map(OperationRow._make, zip(
+        column("ids"), repeat(project.id), column("branch_id"), column("endpoint_id"), action,
+        column("status"), failures, created_s.tolist(), updated.tolist(), total_ms.tolist(),
+        errors, strict=False)))
+    cp.recorder.operation_rows.setdefault(project.id, []).extend(rows)
+
+
+__all__ = ["OperationColumns", "file_rows"]
