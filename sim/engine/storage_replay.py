@@ -111,8 +111,8 @@ def _stretches(starts: np.ndarray, ends: np.ndarray, since: float | None, until:
     s, reach = starts[order], np.maximum.accumulate(ends[order])
     q = np.concatenate(([since] if since is not None else [], reach))
     r = np.concatenate((s, [until]))
-    if since is None:
-        q, r = q, r[1:]
+    if since is None:  # nothing quiet before the first span
+        r = r[1:]
     quiet = r > q
     return q[quiet], r[quiet]
 
@@ -121,7 +121,8 @@ class _Clocks:
     """The idle clocks of a project and its non-default branches, from its computes' spans:
     the instants they ring (a stretch quiet longer than the period) and how they stand at
     the end. A clock rings only if no compute of its holder is on for the whole period,
-    which the spans alone decide: the storage's work never moves a span."""
+    which the spans alone decide (the spans of this round's kernel runs, which already
+    wait where the gates say)."""
 
     def __init__(self, cp: ControlPlane, project: Project, advanced: list[Advanced],
                  until: float, start: StorageStart):
