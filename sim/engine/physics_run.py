@@ -295,7 +295,7 @@ def hand_over(cp: ControlPlane, c: Compute, tick: tuple[float, float] | None) ->
     f[k.NOW] = cp.now
     f[k.CPU_LOAD], f[k.MEM_LOAD], f[k.TEMP_USED] = rt.cpu_load, rt.mem_load, rt.temp_used
     f[k.ARMED_AT] = f[k.FIRE_T] = rt.armed_at
-    f[k.FIRE_SCHED] = cp.now  # not known; it only orders exact ties between computes
+    f[k.FIRE_SCHED] = rt.armed_sched  # orders exact ties between computes
     f[k.RESIZE_AT] = INF if rt.resize_at is None else rt.resize_at
     if tick is not None:
         f[k.TICK_T], f[k.TICK_SCHED] = tick

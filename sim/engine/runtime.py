@@ -58,7 +58,7 @@ class ComputeRuntime:
     __slots__ = (
         "cp", "env", "c", "config", "open_ends", "server_ends", "client_ends", "waiting",
         "load_ends", "cpu_load", "mem_load", "temp_ends", "temp_used", "busy_until",
-        "quiet_since", "armed_at", "resize_at", "feed", "batch", "idx", "next_arrival",
+        "quiet_since", "armed_at", "armed_sched", "resize_at", "feed", "batch", "idx", "next_arrival",
         "wake_at", "wake_cause", "iv_state", "iv_cu", "iv_start", "max_conn", "pool_size",
         "disk_bytes", "record_mode", "sample_rng", "sample_rate", "recorder", "idle_timeout",
         "external", "activated_at", "open_records", "consumed",
@@ -82,6 +82,7 @@ class ComputeRuntime:
         self.busy_until = -INF  # latest end of an admitted session
         self.quiet_since = self.env.now  # last activity: the countdown runs from here
         self.armed_at = INF
+        self.armed_sched = 0.0  # when the pending timer was set: orders ties with others
         self.resize_at: float | None = None
         self.feed: Iterator[SessionArrays] | None = None
         self.batch: SessionArrays | None = None
@@ -160,6 +161,7 @@ class ComputeRuntime:
             t = self.resize_at
         if t < self.armed_at:
             self.armed_at = t
+            self.armed_sched = self.env.now
             # a deadline already passed (the lane was busy, or the timeout shortened): fire now
             ev = timeout_at(self.env, max(t, self.env.now))
             ev.callbacks.append(lambda _ev, at=t: self._fire(at))
