@@ -214,6 +214,8 @@ def open_client(workers: int | None = None, scheduler: str | None = None) -> Ite
 
     from distributed import Client, LocalCluster
 
+    from sim.worker_exit import HeapLeftAtExit
+
     if scheduler is None and workers == 0:
         yield None
         return
@@ -227,7 +229,7 @@ def open_client(workers: int | None = None, scheduler: str | None = None) -> Ite
         cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
                                processes=True, host="127.0.0.1", dashboard_address=None,
                                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                               silence_logs=logging.ERROR)
+                               silence_logs=logging.ERROR, plugins={HeapLeftAtExit()})
     with cluster, Client(cluster) as client:
         yield client
 
