@@ -299,10 +299,15 @@ def run_tasks(client: Any, func: Callable[..., Any], calls: Sequence[tuple[tuple
             futures.append(client.submit(func, *args, topic, i, pure=False,
                                          priority=0 if priority is None else priority[i]))
         index = {f.key: i for i, f in enumerate(futures)}
+        results: list[Any] = [None] * len(futures)
         for future in as_completed(futures):
-            future.result()  # raise a task's error at once
-            tally.finished(index[future.key])
-        return client.gather(futures)
+            # a task's error is raised at once; its result is fetched (once) while the
+            # others still run, not all of them after the last
+            i = index[future.key]
+            results[i] = future.result()
+            future.release()  # the worker may drop its copy
+            tally.finished(i)
+        return results
     finally:
         client.unsubscribe_topic(topic)
 
