@@ -214,6 +214,8 @@ def open_client(workers: int | None = None, scheduler: str | None = None) -> Ite
 
     from distributed import Client, LocalCluster
 
+    from sim.worker_exit import HeapLeftAtExit
+
     if scheduler is None and workers == 0:
         yield None
         return
@@ -227,7 +229,7 @@ def open_client(workers: int | None = None, scheduler: str | None = None) -> Ite
         cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
                                processes=True, host="127.0.0.1", dashboard_address=None,
                                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                               silence_logs=logging.ERROR)
+                               silence_logs=logging.ERROR, plugins={HeapLeftAtExit()})
     with cluster, Client(cluster) as client:
         yield client
 
@@ -297,10 +299,15 @@ def run_tasks(client: Any, func: Callable[..., Any], calls: Sequence[tuple[tuple
             futures.append(client.submit(func, *args, topic, i, pure=False,
                                          priority=0 if priority is None else priority[i]))
         index = {f.key: i for i, f in enumerate(futures)}
+        results: list[Any] = [None] * len(futures)
         for future in as_completed(futures):
-            future.result()  # raise a task's error at once
-            tally.finished(index[future.key])
-        return client.gather(futures)
+            # a task's error is raised at once; its result is fetched (once) while the
+            # others still run, not all of them after the last
+            i = index[future.key]
+            results[i] = future.result()
+            future.release()  # the worker may drop its copy
+            tally.finished(i)
+        return results
     finally:
         client.unsubscribe_topic(topic)
 

@@ -16,6 +16,7 @@ import shutil
 import signal
 import tempfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sim.engine.records import RunResult
+    from sim.metrics.summary import WakeFigures
     from sim.scenario.schema import Scenario
 
 #: (files written so far, files in all, the file just written)
@@ -104,7 +106,7 @@ def file_count() -> int:
 def write_run(result: RunResult, scenario: Scenario, scenario_file: Path, out: Path, *,
               progress: Progress | None = None) -> WrittenRun:
     """Every file of a run's results into `out` (a staging directory), in a fixed order."""
-    from sim.metrics import draw_charts, frames, summary, write_results
+    from sim.metrics import draw_charts, summary, write_results
     from sim.report import SCENARIO_FILE, write_report
 
     total = file_count()
@@ -116,8 +118,8 @@ def write_run(result: RunResult, scenario: Scenario, scenario_file: Path, out: P
         if progress is not None:
             progress(done, total, name)
 
-    tables = frames(result)
-    totals = summary(tables, result)
+    tables, wakes = _frames_and_wake_figures(result)
+    totals = summary(tables, result, wakes=wakes)
     step(PREPARING)
     write_results(result, out, tables=tables, totals=totals, on_saved=lambda p: step(p.name))
     charts = draw_charts(tables, totals, out, on_saved=lambda p: step(p.name))
@@ -127,3 +129,19 @@ def write_run(result: RunResult, scenario: Scenario, scenario_file: Path, out: P
     report = write_report(out, summary=totals, scenario=scenario)
     step(report.name)
     return WrittenRun(out, totals, charts, report)
+
+
+def _frames_and_wake_figures(result: RunResult) -> tuple[dict[str, Any], WakeFigures]:
+    """The run's frames and the fleet's wake figures. For a run that kept no wake rows the
+    figures need no frame: their partition of (maybe tens of millions of) waits runs on a
+    thread beside the frames, numpy's sorting and copying being free of the GIL."""
+    from sim.metrics import frames
+    from sim.metrics.summary import wake_figures
+
+    if result.wake_waits is None:  # the waits are in the wakes frame
+        tables = frames(result)
+        return tables, wake_figures(tables, result)
+    with ThreadPoolExecutor(1) as pool:
+        wakes = pool.submit(wake_figures, None, result)
+        tables = frames(result)
+        return tables, wakes.result()

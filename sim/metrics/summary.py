@@ -37,7 +37,13 @@ _TOTALS = {
 }
 
 
-def summary(frames: dict[str, pd.DataFrame], result: RunResult) -> dict[str, Any]:
+#: the fleet's cold-start wait p50, p99 and max (None for a run without cold starts)
+WakeFigures = list[float | None]
+
+
+def summary(frames: dict[str, pd.DataFrame], result: RunResult, *,
+            wakes: WakeFigures | None = None) -> dict[str, Any]:
+    """The run's totals. `wakes`: `wake_figures(frames, result)` when already computed."""
     computes = frames["computes"]
     operations = frames["operations"]
     out: dict[str, Any] = {
@@ -59,12 +65,7 @@ def summary(frames: dict[str, pd.DataFrame], result: RunResult) -> dict[str, Any
     out["refused_share"] = _ratio(out["refused"], attempts)
     per_session = _ratio(out["cold_starts"], out["sessions"])
     out["cold_starts_per_1000_sessions"] = None if per_session is None else 1000 * per_session
-    if result.wake_waits is None:
-        waits = cold_start_waits(frames["wakes"])["wait_s"].to_numpy()
-    else:
-        waits = np.concatenate([np.empty(0), *result.wake_waits.values()])
-    # one partition of (maybe millions of) waits for the three
-    p50, p99, top = np.quantile(waits, [0.5, 0.99, 1.0]).tolist() if len(waits) else [None] * 3
+    p50, p99, top = wake_figures(frames, result) if wakes is None else wakes
     out["wake_p50_s"], out["wake_p99_s"], out["wake_max_s"] = p50, p99, top
     out.update(_fleet_stats(frames["fleet"], frames["intervals"], result))
     out.update(_operation_stats(operations))
@@ -72,6 +73,18 @@ def summary(frames: dict[str, pd.DataFrame], result: RunResult) -> dict[str, Any
     out["scripted_actions"] = int(len(actions))
     out["scripted_actions_failed"] = int((actions["status"] >= 400).sum())
     return out
+
+
+def wake_figures(frames: dict[str, pd.DataFrame] | None, result: RunResult) -> WakeFigures:
+    """The fleet's cold-start wait p50, p99 and max. A run that kept no wake rows has its
+    waits in `result.wake_waits` and needs no frame (`frames` may be None)."""
+    if result.wake_waits is None:
+        assert frames is not None, "a run that kept its wake rows has its waits in the frame"
+        waits = cold_start_waits(frames["wakes"])["wait_s"].to_numpy()
+    else:
+        waits = np.concatenate([np.empty(0), *result.wake_waits.values()])
+    # one partition of (maybe tens of millions of) waits for the three
+    return np.quantile(waits, [0.5, 0.99, 1.0]).tolist() if len(waits) else [None] * 3
 
 
 def _ratio(numerator: float, denominator: float) -> float | None:

@@ -7,7 +7,13 @@ from hypothesis import strategies as st
 
 from sim.engine.records import ActionRecord, StateInterval, WakeRecord
 from sim.metrics import frames, summary, summary_table
-from sim.metrics.summary import format_duration, format_number, format_value, peak_concurrent
+from sim.metrics.summary import (
+    format_duration,
+    format_number,
+    format_value,
+    peak_concurrent,
+    wake_figures,
+)
 from sim.metrics.synthetic import synthetic_result
 
 from .helpers import compute_row, operation, run
@@ -83,6 +89,18 @@ def test_cold_start_waits_exclude_creation(hand):
     assert hand["wake_p50_s"] == pytest.approx(2.5)
     assert hand["wake_p99_s"] == pytest.approx(3.97)
     assert hand["wake_max_s"] == pytest.approx(4.0)
+
+
+def test_wake_figures_of_a_run_without_wake_rows_need_no_frame():
+    """What `write_run` computes beside the frames is what the summary computes itself."""
+    waits = {"ep-a": np.array([4.0, 1.0, 3.0]), "ep-b": np.array([2.0, 30.0])}
+    result = run(computes=[compute_row("ep-a", "p-1"), compute_row("ep-b", "p-1")],
+                 wake_waits=waits)
+    figures = wake_figures(None, result)
+    assert figures == np.quantile([4.0, 1.0, 3.0, 2.0, 30.0], [0.5, 0.99, 1.0]).tolist()
+    tables = frames(result)
+    assert summary(tables, result, wakes=figures) == summary(tables, result)
+    assert wake_figures(None, run(wake_waits={})) == [None] * 3
 
 
 def test_fleet_peaks_and_means(hand):

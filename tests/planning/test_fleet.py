@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -122,3 +123,18 @@ def test_frames_of_sharded_and_single_runs_are_equal() -> None:
 def test_workers_must_be_positive(capsys) -> None:
     assert main(["run", str(QUICKSTART), "--workers", "0", "--quiet"]) == 2
     assert "--workers must be >= 1" in capsys.readouterr().err
+
+
+def test_embedded_workers_exit_without_collecting_their_heap() -> None:
+    """Closing the embedded cluster does not wait for each worker's last walk of its heap."""
+    from sim.fleet import open_client
+    from sim.worker_exit import HeapLeftAtExit
+
+    with open_client(1) as client:
+        plugins = client.run(lambda dask_worker: sorted(dask_worker.plugins))
+    assert [HeapLeftAtExit.name in names for names in plugins.values()] == [True]
+    try:
+        HeapLeftAtExit().teardown(None)
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
