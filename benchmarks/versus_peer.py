@@ -18,7 +18,8 @@ scenario in scenarios/, as written. Goal: ratio >= 10 on each. Both sides are wa
 up once before the first measurement (a small run each, untimed). --quick: 20
 computes for (1) and (2), and the shipped scenarios cut to their first day
 (scripted calls and releases after it dropped). A run shorter than a second is
-the best of three, on both sides.
+the best of five, on both sides (a run of a few tens of ms moves by 10 % from one
+try to the next).
 
     python benchmarks/versus_peer.py [--quick] [--only fleet|realistic|NAME]
 """
@@ -68,7 +69,7 @@ def first_day(scenario):
     })
 
 
-def _timed(fn: Callable, repeat_below_s: float = 1.0, repeats: int = 3):
+def _timed(fn: Callable, repeat_below_s: float = 1.0, repeats: int = 5):
     """(result, CPU seconds): the best of `repeats` when one run takes under a second."""
     best = None
     for _ in range(repeats):
@@ -145,9 +146,11 @@ def simpy_timeouts_per_cpu_s(steps: int = 300_000) -> float:
 
 def warm_up() -> None:
     """One small run of each side, untimed: what a process pays once (imports, the kernel's
-    compiled code loaded from its on-disk cache, ~0.9 s) is not a property of a workload."""
+    compiled code loaded from its on-disk cache, ~0.9 s; the API's handlers that scripted
+    calls go through, ~0.7 s) is not a property of a workload."""
     from peer import draw_workloads, run_peer
 
+    import sim.api.dispatch  # noqa: F401  (imported by the first scripted call otherwise)
     from sim.scenario.loader import parse_scenario
     from sim.scenario.runner import run_scenario
 

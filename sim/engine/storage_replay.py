@@ -162,6 +162,30 @@ class _Clocks:
         self.rings.sort(key=lambda ring: ring[:3])
 
 
+def storage_at_rest(cp: ControlPlane, project: Project, until: float,
+                    start: StorageStart) -> bool:
+    """Whether the project's storage lane has nothing to do before `until`: nothing
+    detached or archived, and no idle clock can ring (none runs for a whole period before
+    `until`, whatever its computes do). A cheap look, before any replay."""
+    if project.detached or any(cp.branches[b].archived for b in project.branches):
+        return False
+    cfg = cp.config
+    periods = [p for p in (cfg.detach_after_s, cfg.archive_after_s) if p is not None]
+    if not periods:
+        return True
+    begin = min([project.created_at if start.at is None else start.at,
+                 *(since for since in start.idle_since.values() if since is not None)])
+    return begin + min(periods) >= until
+
+
+def unchanged(cp: ControlPlane, project: Project) -> Replayed:
+    """What a replay of a lane at rest finds: nothing to do, the storage as it stands."""
+    return Replayed({}, [], project.detached,
+                    {b: cp.branches[b].archived for b in project.branches},
+                    {None: project.idle_since,
+                     **{b: cp.branches[b].idle_since for b in project.branches}})
+
+
 def replay_storage(cp: ControlPlane, project: Project, advanced: list[Advanced], until: float,
                    ranks: dict[str, int], start: StorageStart) -> Replayed:
     """Replay the project's storage lane to `until`. `ranks`: compute id -> the rank of its
@@ -403,4 +427,4 @@ def settle_storage(cp: ControlPlane, project: Project, replayed: Replayed) -> No
 
 
 __all__ = ["Replayed", "StorageStart", "StorageTie", "replay_storage", "settle_storage",
-           "storage_columns", "storage_operations"]
+           "storage_at_rest", "storage_columns", "storage_operations", "unchanged"]

@@ -43,7 +43,9 @@ from sim.engine.storage_replay import (
     StorageTie,
     replay_storage,
     settle_storage,
+    storage_at_rest,
     storage_columns,
+    unchanged,
 )
 from sim.scenario.handover import Taken
 from sim.scenario.references import body_references, parse_reference
@@ -161,7 +163,7 @@ def segment_to_call(cp: ControlPlane, project: Any, workloads: NamedWorkloads,
             return advance_to_call(cp, c, workloads.of(cp, c), now, checks_of(cp, c), gates)
 
         start = StorageStart.at_creation(cp, project)
-        return _with_storage(cp, project, computes, run_one, now, start)
+        return _with_storage(cp, project, computes, run_one, now, start, to_end=False)
     by_id = {h.compute.id: h for h in pending.handovers}
 
     def resume_one(c: Compute, gates: Gates | None) -> Advanced:
@@ -169,7 +171,7 @@ def segment_to_call(cp: ControlPlane, project: Any, workloads: NamedWorkloads,
                               gates, to_call=True)
 
     return _with_storage(cp, project, [h.compute for h in pending.handovers], resume_one, now,
-                         _start_of(pending))
+                         _start_of(pending), to_end=False)
 
 
 def _start_of(taken: Taken) -> StorageStart:
@@ -179,9 +181,17 @@ def _start_of(taken: Taken) -> StorageStart:
 
 
 def _with_storage(cp: ControlPlane, project: Any, computes: list[Compute], run_one: RunOne,
-                  until: float, start: StorageStart) -> tuple[list[Advanced], Replayed]:
+                  until: float, start: StorageStart, to_end: bool = True
+                  ) -> tuple[list[Advanced], Replayed]:
     """Run the computes, replay the project's storage lane between them, and go round until
-    the replay gives back the gates (the wakes that wait for the lane) the kernel ran with."""
+    the replay gives back the gates (the wakes that wait for the lane) the kernel ran with.
+    `to_end`: run to the end of the run, where nobody asks for the idle clocks after: a
+    lane at rest is then not replayed at all (most of a fleet's projects)."""
+    if to_end and storage_at_rest(cp, project, until, start):
+        try:
+            return [run_one(c, None) for c in computes], unchanged(cp, project)
+        except Tie as err:
+            raise HandBack(str(err)) from None
     streams = [(c, cp.streams.get(f"ops/{c.key}")) for c in computes]
     states = {c.id: rng.bit_generator.state for c, rng in streams}  # each round draws again
     lane_rng = cp.streams.get(f"ops/{project.key}")  # and so does the storage lane
