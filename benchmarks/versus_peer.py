@@ -9,13 +9,15 @@ process's CPU seconds (time.process_time; both are single-threaded), so other
 work on a shared machine does not skew the ratio. The numerator on both sides
 is the number of sessions offered (arrivals), which is the same on both sides
 by construction; the figures each side computes (sessions, refusals, cold
-starts, hours on) are printed beside it so a reader can see they agree.
+starts, hours on) are printed beside it so a reader can see they agree. Each
+workload is measured in a process of its own, both sides in that process, so
+that one workload's leftovers (a big heap) do not weigh on the next.
 
 Workloads: (1) the current fleet, benchmarks/fleet.yaml (Poisson 6/h,
 exponential 30 s, timeout 300 s) at 200 computes x 7 days; (2) the realistic
 fleet, benchmarks/realistic.yaml, at 200 computes x 7 days; (3) every shipped
 scenario in scenarios/, as written. Goal: ratio >= 10 on each. Both sides are warmed
-up once before the first measurement (a small run each, untimed). --quick: 20
+up once before measuring (a small run each, untimed). --quick: 20
 computes for (1) and (2), and the shipped scenarios cut to their first day
 (scripted calls and releases after it dropped). A run shorter than a second is
 the best of five, on both sides (a run of a few tens of ms moves by 10 % from one
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -35,7 +38,7 @@ from pathlib import Path
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # run as a script or imported
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import REPO, Report, fleet_text, print_report, realistic_text, table
+from _harness import REPO, Report, fleet_text, print_report, python, realistic_text, run_child, table
 
 TARGET = "versus_peer"
 GOAL = 10.0
@@ -159,8 +162,25 @@ def warm_up() -> None:
     run_peer(scenario, draw_workloads(scenario))
 
 
-def measure(quick: bool = False, *, only: list[str] | None = None) -> Report:
+def measure_alone(name: str, quick: bool) -> dict:
+    """`measure_one` of one workload in a process of its own (warmed up first), so that what
+    an earlier workload left in the process (its heap, the allocator's state) does not
+    weigh on a later one: a run of a few tens of ms moved by a quarter for it."""
+    child = run_child([python(), str(Path(__file__).resolve()), "--workload", name,
+                       *(["--quick"] if quick else [])], timeout_s=3600)
+    if child.returncode != 0:
+        raise RuntimeError(f"{name}: the measuring process failed:\n{child.stderr[-2000:]}")
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
+def _measure_here(name: str, quick: bool) -> None:
+    """The child's side of `measure_alone`: one line of JSON on stdout."""
     warm_up()
+    build = dict(workloads(quick))[name]
+    print(json.dumps(measure_one(build())))
+
+
+def measure(quick: bool = False, *, only: list[str] | None = None) -> Report:
     floor = max(simpy_timeouts_per_cpu_s() for _ in range(3))
     report = Report(TARGET, data={"quick": quick, "simpy_timeouts_per_cpu_s": floor})
     report.lines.append(f"bare SimPy timeouts per CPU s on this machine: {floor:,.0f}")
@@ -169,7 +189,7 @@ def measure(quick: bool = False, *, only: list[str] | None = None) -> Report:
         if only and name not in only:
             continue
         scenario = build()
-        m = measure_one(scenario)
+        m = measure_alone(name, quick)
         report.data[name] = m
         days = scenario.duration / 86_400
         rows.append((name, f"{m['computes']:,} x {days:g} d", f"{m['offered']:,}",
@@ -203,7 +223,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="20 computes; shipped scenarios cut to their first day")
     parser.add_argument("--only", action="append", metavar="WORKLOAD",
                         help="fleet, realistic or a shipped scenario's name (repeatable)")
+    parser.add_argument("--workload", help=argparse.SUPPRESS)  # one, in this process: JSON
     args = parser.parse_args(argv)
+    if args.workload:
+        _measure_here(args.workload, args.quick)
+        return 0
     print_report(measure(args.quick, only=args.only))
     return 0
 
