@@ -80,6 +80,8 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         self._unnamed_projects = 0
         #: branches with a check_availability loop -> when it began
         self.checked_branches: dict[str, float] = {}
+        #: branch -> the rank of its check loop: loops due at one instant run in this order
+        self.check_ranks: dict[str, int] = {}
         #: branches whose check loop ended because the compute kernel took their checks
         self.ended_checks: set[str] = set()
         #: projects whose storage lifecycle is replayed from their computes' kernel runs

@@ -201,6 +201,7 @@ class Lifecycle:
         if every is None or branch.id in self.checked_branches:
             return  # one loop per branch, whatever computes come and go
         self.checked_branches[branch.id] = self.env.now
+        self.check_ranks[branch.id] = len(self.check_ranks)
         # A chain of plain callbacks rather than a SimPy process: a generator cannot be
         # pickled, and a snapshot of the world (sim serve --state) pickles every pending
         # event. The chain schedules exactly the events a process would (an urgent start,

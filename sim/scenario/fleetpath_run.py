@@ -280,7 +280,7 @@ def run_fleet_path(cp: ControlPlane, scenario: Scenario,
 
 def _check_rank(cp: ControlPlane, c: Compute) -> int:
     """Branches' availability checks at one instant run in the order their loops began."""
-    return list(cp.checked_branches).index(c.branch_id) if c.branch_id in cp.checked_branches else 0
+    return cp.check_ranks.get(c.branch_id, 0)
 
 
 def file_operations(cp: ControlPlane, project_id: str,
