@@ -423,16 +423,6 @@ def _connections(cp: ControlPlane, adv: Advanced, engine_next: bool) -> list[int
     return open_at
 
 
-def longest_quiet(starts: np.ndarray, ends: np.ndarray, until: float) -> float:
-    """The longest stretch between the first start and `until` covered by no span [start, end)."""
-    if len(starts) == 0:
-        return 0.0
-    order = np.argsort(starts, kind="stable")
-    s, reach = starts[order], np.maximum.accumulate(ends[order])
-    gaps = s[1:] - reach[:-1]
-    return float(max(gaps.max(initial=0.0), until - reach[-1]))
-
-
 def op_order(adv: Advanced) -> list[tuple[float, float]]:
     """Per operation, in creation order: (when it was created, when the event that created it
     was scheduled). Operations of several computes at one instant were created in the order
@@ -473,4 +463,4 @@ def _operations(cp: ControlPlane, adv: Advanced) -> list[Operation]:
 
 __all__ = ["Advanced", "Gates", "Handover", "Sessions", "Tie", "advance_compute", "advance_to_call",
            "apply_advanced", "apply_advanced_to_end", "can_resume", "give_to_engine", "hand_over",
-           "longest_quiet", "op_order", "resume_compute", "settled"]
+           "op_order", "resume_compute", "settled"]
