@@ -36,6 +36,8 @@ import math
 import numpy as np
 from numba import njit
 
+# the layout's names are the kernel's own vocabulary (positions in its state, its codes)
+from sim.engine.physics_layout import *  # noqa: F403
 from sim.engine.row_heaps import pop, push
 
 INF = math.inf
@@ -46,53 +48,6 @@ INF = math.inf
 _loop = njit(cache=True, _nrt=False)
 _inline = njit(cache=True, inline="always", _nrt=False)
 _call = njit(cache=True, _nrt=False)
-
-# what a compute lane runs
-START, SUSPEND, CHECK = 0, 1, 2
-# operation status while simulated (mapped to the API's words after)
-SCHEDULING, RUNNING, FAILED, FINISHED = 0, 1, 2, 3
-# connection outcomes
-OK, REFUSED_TOO_MANY, REFUSED_POOLER_FULL, QUEUE_TIMEOUT, DISK_FULL = 0, 1, 2, 3, 4
-# wake causes
-BY_CONNECTION, BY_CHECK = 0, 1
-# compute state
-IDLE, ACTIVE, NONE = 0, 1, -1
-# distribution kinds of operation durations
-ZERO, FIXED, EXPONENTIAL, LOGNORMAL = 0, 1, 2, 3
-
-# float state
-(NOW, CU, CPU_LOAD, MEM_LOAD, TEMP_USED, BUSY_UNTIL, QUIET_SINCE, ARMED_AT, FIRE_T, RESIZE_AT,
- WAKE_AT, IV_CU, IV_START, ACTIVE_S, CU_S, QUEUE_WAIT_S, OP_EVT_T, TICK_T,
- FIRE_SCHED, OP_SCHED, TICK_SCHED, STALE_T, STALE_SCHED, CUR_SCHED) = range(24)
-N_FLOATS = 24
-# integer state
-(CUR, PENDING, IV_STATE, NEXT_ARR, WAKE_CAUSE, SESSIONS, REFUSED, QUEUED, QUEUE_TIMEOUTS,
- DISK_FULLS, COLD_STARTS, SUSPENDS, PEAK, N_REC, N_OPS, N_IV, N_WAKE, LANE_HEAD, LANE_TAIL,
- OP_EVT_KIND, N_SPAN, ON, TIE, WAITING, N_OPEN, N_SERVER, N_CLIENT, N_TEMP, N_LOAD,
- GATE_NEXT) = range(30)
-N_INTS = 30
-# what the compute lane's pending event is (i[OP_EVT_KIND])
-NO_EVENT, ATTEMPT_DONE, RETRY, GATE_OPEN = 0, 1, 2, 3
-# the heaps: rows of H, each item a row of three floats compared as Python compares tuples
-# (open, server and client ends are (end, 0, 0); temporary files (end, bytes, 0); load
-# (end, cpu, memory)); the item count of heap h is i[N_OPEN + h]
-OPEN_H, SERVER_H, CLIENT_H, TEMP_H, LOAD_H = range(5)
-# parameters
-(P_A0, P_UNTIL, P_TIMEOUT, P_MAX_CONN, P_POOLED, P_POOL_SIZE, P_QUEUE_TIMEOUT, P_DISK,
- P_MIN_CU, P_MAX_CU, P_FIXED, P_TCPU, P_RAM_TMEM, P_DELAY, P_FAIL_RATE, P_BACKOFF,
- P_POOLER_MAX, P_EVERY, P_TICK0, P_RESUME, P_OPEN_END) = range(21)
-N_PARAMS = 21
-
-
-class Out:
-    """Array names of the kernel's output, in the order it returns them."""
-
-    NAMES = ("f", "i", "rec_idx", "rec_wait", "rec_outcome", "rec_cold",
-             "op_action", "op_created", "op_status", "op_failures", "op_updated", "op_finished",
-             "op_sched",
-             "iv_state", "iv_cu", "iv_start", "iv_end", "wk_at", "wk_cause", "wk_wait",
-             "sp_start", "sp_end", "open_f", "server_f", "client_f", "temp_f", "load_f")
-
 
 @_inline
 def _push(H, i, h, x0, x1, x2):
