@@ -7,14 +7,14 @@ and exit non-zero; no traceback reaches the terminal.
 from __future__ import annotations
 
 import argparse
-import atexit
-import gc
 import socket
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from sim.process_exit import exit_without_collecting
 
 if TYPE_CHECKING:
     from sim.api.limits import RateLimit
@@ -37,16 +37,6 @@ def _run_failure(args: argparse.Namespace, err: Exception) -> int:
     if args.scheduler is None:
         raise err
     return _fail(f"dask scheduler {args.scheduler}: {err}")
-
-
-def _exit_without_collecting() -> None:
-    """At exit Python's cycle collector walks every object still alive: after a run of a
-    big fleet (its rows, frames, pandas, matplotlib, numba) 0.4 s that `sim` spends after
-    its last line, on objects that die with the process anyway. They are frozen out of
-    those passes once the interpreter exits (our files are closed by then: the collector
-    would have nothing of ours to finalize)."""
-    atexit.unregister(gc.freeze)  # once, however often `main` is called in one process
-    atexit.register(gc.freeze)
 
 
 # -- commands -------------------------------------------------------------------
@@ -597,7 +587,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _exit_without_collecting()
+    exit_without_collecting()
     handler, _ = COMMANDS[args.command]
     try:
         return handler(args)
