@@ -47,6 +47,15 @@ class OperationColumns:
         return len(self.ids)
 
 
+def stamps(instants: np.ndarray, last_us: int) -> np.ndarray:
+    """Creation stamps (us) of operations made at `instants`, in creation order, after one
+    stamped `last_us`: the engine's `ControlPlane.new_operation` rule, max(round(t * 1e6),
+    last + 1) one after another; with c = stamp - position that is a running maximum."""
+    us = np.round(np.asarray(instants, dtype=np.float64) * 1_000_000).astype(np.int64)
+    at = np.arange(len(us), dtype=np.int64)
+    return np.maximum.accumulate(np.maximum(us - at, last_us + 1)) + at
+
+
 def file_rows(cp: ControlPlane, project: Project, parts: list[OperationColumns]) -> None:
     """Stamp a project's operations in creation order after those it has, and keep them as
     rows of the run's operations table (`ControlPlane.result`)."""
@@ -56,11 +65,7 @@ def file_rows(cp: ControlPlane, project: Project, parts: list[OperationColumns])
     cat = {name: np.concatenate([getattr(part, name) for part in parts])
            for name in ("failures", "created", "updated", "finished", "sched", "rank", "j")}
     order = np.lexsort((cat["j"], cat["rank"], cat["sched"], cat["created"]))
-    # the engine's stamp: us = max(round(t * 1e6), last + 1), one after another; with
-    # c = us - position that is a running maximum
-    us = np.round(cat["created"][order] * 1_000_000).astype(np.int64)
-    at = np.arange(len(us), dtype=np.int64)
-    stamped = np.maximum.accumulate(np.maximum(us - at, project.last_op_us + 1)) + at
+    stamped = stamps(cat["created"][order], project.last_op_us)
     project.last_op_us = int(stamped[-1])
     created_s = stamped / 1_000_000
     updated = cat["updated"][order]
@@ -84,4 +89,4 @@ def file_rows(cp: ControlPlane, project: Project, parts: list[OperationColumns])
     cp.recorder.operation_rows.setdefault(project.id, []).extend(rows)
 
 
-__all__ = ["OperationColumns", "file_rows"]
+__all__ = ["OperationColumns", "file_rows", "stamps"]

@@ -20,12 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from sim.engine.clock import to_us
 from sim.engine.control_plane import ControlPlane
 from sim.engine.feed import drawn_sessions
 from sim.engine.lifecycle import checked_compute
 from sim.engine.model import Compute, Operation
-from sim.engine.operation_rows import file_rows
+from sim.engine.operation_rows import file_rows, stamps
 from sim.engine.physics_run import (
     Advanced,
     Gates,
@@ -289,13 +288,12 @@ def file_operations(cp: ControlPlane, project_id: str,
     (in the order it creates them; never two in one microsecond: a later one moves by 1 us),
     and merge them into its list."""
     project = cp.projects[project_id]
-    last = project.last_op_us
     created.sort(key=itemgetter(0, 1, 2, 3))
-    for t, _, _, _, op in created:
-        us = to_us(t)
-        op.created_us = last = us if us > last else last + 1
     filed = [entry[4] for entry in created]
+    for op, us in zip(filed, stamps([entry[0] for entry in created], project.last_op_us).tolist(),
+                      strict=True):
+        op.created_us = us
     cp.operations.update((op.id, op) for op in filed)
     # both already in order: the sort merges two runs
     project.operations = sorted(project.operations + filed, key=attrgetter("created_us"))
-    project.last_op_us = last
+    project.last_op_us = filed[-1].created_us
