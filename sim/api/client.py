@@ -7,13 +7,16 @@
     api.advance(360)                 # POST /_sim/advance
 
 httpx ships only an async ASGI transport; `SyncASGITransport` runs it to
-completion for each request: on this thread when no event loop runs here,
+completion for each request: on this thread's own event loop when no event loop
+runs here (one loop per thread, kept: making a loop costs more than most calls),
 otherwise (a notebook) on a short-lived helper thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -31,6 +34,14 @@ BASE_URL = "http://sim.local/api/v2/"
 class SyncASGITransport(httpx.BaseTransport):
     def __init__(self, app: FastAPI):
         self._transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        self._loops = threading.local()
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        loop = getattr(self._loops, "loop", None)
+        if loop is None:
+            loop = self._loops.loop = asyncio.new_event_loop()
+            weakref.finalize(self, loop.close)
+        return loop
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         content = request.read()
@@ -45,7 +56,7 @@ class SyncASGITransport(httpx.BaseTransport):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            status, headers, body = anyio.run(call)
+            status, headers, body = self._loop().run_until_complete(call())
         else:
             with ThreadPoolExecutor(1) as pool:
                 status, headers, body = pool.submit(anyio.run, call).result()

@@ -9,18 +9,20 @@ and may replace one when a session is cut; those stay a list until the run's
 result is taken.
 
 `ConnectionTable` reads like the list of `ConnectionRecord` it replaces
-(`len`, iteration, indexing, equality), building a record only for whoever
-asks for one.
+(`len`, iteration, indexing, equality: `sim.engine.row_table.Parts`),
+building a record only for whoever asks for one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any, NamedTuple, overload
+from typing import NamedTuple
 
 import numpy as np
+
+from sim.engine.row_table import Parts
 
 
 class ConnectionRecord(NamedTuple):
@@ -101,25 +103,8 @@ def block_of_rows(rows: Sequence[ConnectionRecord]) -> dict[str, np.ndarray]:
     }
 
 
-class ConnectionTable(Sequence[ConnectionRecord]):
+class ConnectionTable(Parts[ConnectionRecord]):
     """Connection rows in order: column blocks and lists of records, read as one sequence."""
-
-    def __init__(self, parts: Iterable[ColumnBlock | list[ConnectionRecord]] = ()):
-        self._parts: list[ColumnBlock | list[ConnectionRecord]] = [p for p in parts if len(p)]
-
-    # -- building ----------------------------------------------------------------------------
-    def add_block(self, block: ColumnBlock) -> None:
-        if len(block):
-            self._parts.append(block)
-
-    def extend(self, rows: Iterable[ConnectionRecord]) -> None:
-        rows = list(rows)
-        if rows:  # a part of its own: no list another table shares is changed, none copied
-            self._parts.append(rows)
-
-    def __iadd__(self, rows: Iterable[ConnectionRecord]) -> ConnectionTable:
-        self.extend(rows)
-        return self
 
     def without_projects(self, projects: set[str]) -> ConnectionTable:
         """The rows of every project but `projects`."""
@@ -133,10 +118,6 @@ class ConnectionTable(Sequence[ConnectionRecord]):
             else:
                 kept.append([r for r in part if r.project_id not in projects])
         return ConnectionTable(kept)
-
-    @classmethod
-    def joined(cls, tables: Iterable[ConnectionTable]) -> ConnectionTable:
-        return cls(part for table in tables for part in table._parts)
 
     # -- reading as columns --------------------------------------------------------------------
     def per_row(self, of_project: dict[str, int], of_compute: dict[str, int]
@@ -153,6 +134,11 @@ class ConnectionTable(Sequence[ConnectionRecord]):
         if not projects:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         return np.concatenate(projects), np.concatenate(computes)
+
+    def column(self, name: str) -> np.ndarray:
+        """One column of numbers (not an id) for every row."""
+        pieces = [self._columns_of(part, False)[name] for part in self._parts]
+        return np.concatenate(pieces) if pieces else np.empty(0, _DTYPES[name])
 
     def columns(self, ids: bool = True) -> dict[str, np.ndarray]:
         """Every row as columns: ids as object arrays (unless not `ids`), outcome as codes
@@ -198,50 +184,6 @@ class ConnectionTable(Sequence[ConnectionRecord]):
     @staticmethod
     def outcome_names(codes: np.ndarray) -> np.ndarray:
         return _NAMES[codes]
-
-    # -- reading as a list of records ----------------------------------------------------------
-    def __len__(self) -> int:
-        return sum(len(p) for p in self._parts)
-
-    def __iter__(self) -> Iterator[ConnectionRecord]:
-        for part in self._parts:
-            yield from (part.records() if isinstance(part, ColumnBlock) else part)
-
-    @overload
-    def __getitem__(self, index: int) -> ConnectionRecord: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[ConnectionRecord]: ...
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return list(self)[index]
-        n = len(self)
-        if index < 0:
-            index += n
-        if not 0 <= index < n:
-            raise IndexError("connection row out of range")
-        for part in self._parts:
-            if index < len(part):
-                if isinstance(part, ColumnBlock):
-                    return ConnectionRecord(
-                        part.compute_id, part.project_id, float(part.arrival_s[index]),
-                        float(part.wait_s[index]), float(part.duration_s[index]),
-                        OUTCOMES[int(part.outcome[index])], bool(part.cold[index]))
-                return part[index]
-            index -= len(part)
-        raise IndexError("connection row out of range")  # unreachable
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, ConnectionTable | list):
-            return len(self) == len(other) and all(
-                a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, like the list it replaces
-
-    def __repr__(self) -> str:
-        return f"ConnectionTable({len(self)} rows)"
 
 
 _IDS = ("compute_id", "project_id")

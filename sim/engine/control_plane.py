@@ -12,7 +12,6 @@ import bisect
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -30,6 +29,7 @@ from sim.engine.lifecycle import Lifecycle, is_on
 from sim.engine.model import USER_ID, Branch, Compute, Operation, Project
 from sim.engine.records import ComputeRow, OperationRow, Recorder, RunResult, summarise_events
 from sim.engine.roles import RoleVerbs
+from sim.engine.row_table import RowTable
 from sim.engine.streams import Streams
 from sim.rules import roles as role_rules
 from sim.rules.errors import conflict, invalid, not_found
@@ -401,25 +401,26 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
                 c.created_at, c.deleted_at,
             ))
         rec = self.recorder
-        ops = []
+        ops: list[RowTable[OperationRow]] = []
         for p in projects.values():
             mine = [OperationRow(o.id, o.project_id, o.branch_id, o.endpoint_id, o.action,
                                  o.status, o.failures_count, o.created_at, o.updated_at,
                                  o.total_duration_ms, o.error) for o in p.operations]
-            kernel = rec.operation_rows.get(p.id)
-            if kernel:  # stamped after those the project had, but merged by stamp all the same
-                mine = sorted(mine + kernel, key=attrgetter("created_s")) if mine else kernel
-            ops += mine
-
-        def kept(rows: list) -> list:
-            return [r for r in rows if r.project_id not in exclude] if exclude else list(rows)
-
+            project_ops = RowTable(OperationRow, [mine, *rec.operation_rows.get(p.id, ())])
+            if mine and len(project_ops) > len(mine):
+                # the kernel's are stamped after those the project had, but merged by stamp
+                # all the same (a stable sort, as the engine's are in order already)
+                project_ops = project_ops.take(
+                    np.argsort(project_ops.column("created_s"), kind="stable"))
+            ops.append(project_ops)
         result = RunResult(
             name=name, seed=self.seed, start_iso=self.clock.iso(0.0) or "",
             duration_s=duration_s, price_per_cu_hour=price_per_cu_hour, computes=rows,
-            operations=ops, intervals=kept(rec.intervals),
+            operations=RowTable.joined(ops, OperationRow),
+            intervals=rec.intervals.without("project_id", set(exclude)),
             connections=rec.connection_table().without_projects(set(exclude)),
-            wakes=kept(rec.wakes), assumptions=dict(assumptions or {}),
+            wakes=rec.wakes.without("project_id", set(exclude)),
+            assumptions=dict(assumptions or {}),
         )
         result.projects = {p.id: (p.key, p.created_at) for p in projects.values()}
         if not self.config.record_events:

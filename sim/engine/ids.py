@@ -34,6 +34,9 @@ NOUNS = (
     "wildflower", "wind", "wood",
 )
 _ALNUM = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+#: where a UUID's 32 hex digits go among its 36 characters (the rest are dashes)
+_DIGIT_AT = np.array([at for at in range(36) if at not in (8, 13, 18, 23)])
 
 
 def _uuid4(raw: bytes) -> str:
@@ -85,12 +88,15 @@ class IdFactory:
         if n == 0:
             return []  # rng.bytes(0) still draws a word
         state = rng.bit_generator.state
-        raw = np.frombuffer(rng.bytes(16 * n), dtype=np.uint8).reshape(n, 16).copy()
-        raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40  # version 4, as _uuid4 sets them
-        raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80
-        h = raw.tobytes().hex()
-        ids = [f"{h[i:i + 8]}-{h[i + 8:i + 12]}-{h[i + 12:i + 16]}-{h[i + 16:i + 20]}-"
-               f"{h[i + 20:i + 32]}" for i in range(0, 32 * n, 32)]
+        raw = np.frombuffer(rng.bytes(16 * n), dtype=np.uint8).reshape(n, 16)
+        digits = np.empty((n, 32), np.uint8)  # as `_uuid4` spells them, a row per id
+        digits[:, 0::2], digits[:, 1::2] = _HEX[raw >> 4], _HEX[raw & 0x0F]
+        digits[:, 12] = ord("4")  # version 4 and the variant bits, as _uuid4 sets them
+        digits[:, 16] = _HEX[(raw[:, 8] & 0x3F | 0x80) >> 4]
+        chars = np.full((n, 36), ord("-"), np.uint8)
+        chars[:, _DIGIT_AT] = digits
+        text = chars.tobytes().decode("ascii")
+        ids = [text[i:i + 36] for i in range(0, 36 * n, 36)]
         if len(set(ids)) == n and self._issued.isdisjoint(ids):
             self._issued.update(ids)
             return ids

@@ -12,12 +12,12 @@ objects (`sim.scenario.fleetpath_run.file_operations`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import repeat
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.engine.records import OperationRow
+from sim.engine.row_table import RowBlock
 
 if TYPE_CHECKING:
     from sim.engine.control_plane import ControlPlane
@@ -58,7 +58,7 @@ def stamps(instants: np.ndarray, last_us: int) -> np.ndarray:
 
 def file_rows(cp: ControlPlane, project: Project, parts: list[OperationColumns]) -> None:
     """Stamp a project's operations in creation order after those it has, and keep them as
-    rows of the run's operations table (`ControlPlane.result`)."""
+    a block of the run's operations table (`ControlPlane.result`)."""
     parts = [part for part in parts if len(part)]
     if not parts:
         return
@@ -72,21 +72,23 @@ def file_rows(cp: ControlPlane, project: Project, parts: list[OperationColumns])
     finished = cat["finished"][order]
     end = np.where(np.isnan(finished), updated, finished)
     total_ms = np.maximum(0, np.round((end - created_s) * 1000)).astype(np.int64)
-    failures = cat["failures"][order].tolist()
-    take = order.tolist()
+    failures = cat["failures"][order]
 
-    def column(name: str) -> list:
-        values = [v for part in parts for v in getattr(part, name)]
-        return [values[i] for i in take]
+    def column(name: str) -> np.ndarray:
+        values = np.empty(len(order), object)
+        values[:] = [v for part in parts for v in getattr(part, name)]
+        return values[order]
 
     action = column("action")
-    errors = [f"{a} attempt {n} failed (injected fault)" if n else None
-              for a, n in zip(action, failures, strict=True)]
-    rows = list(map(OperationRow._make, zip(
-        column("ids"), repeat(project.id), column("branch_id"), column("endpoint_id"), action,
-        column("status"), failures, created_s.tolist(), updated.tolist(), total_ms.tolist(),
-        errors, strict=False)))
-    cp.recorder.operation_rows.setdefault(project.id, []).extend(rows)
+    errors = np.full(len(order), None, object)
+    for at in np.flatnonzero(failures).tolist():  # few: faults are rare
+        errors[at] = f"{action[at]} attempt {failures[at]} failed (injected fault)"
+    cp.recorder.operation_rows.setdefault(project.id, []).append(RowBlock(
+        OperationRow, len(order), {
+            "id": column("ids"), "project_id": project.id, "branch_id": column("branch_id"),
+            "endpoint_id": column("endpoint_id"), "action": action, "status": column("status"),
+            "failures_count": failures.astype(np.int64), "created_s": created_s,
+            "updated_s": updated, "total_duration_ms": total_ms, "error": errors}))
 
 
 __all__ = ["OperationColumns", "file_rows", "stamps"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -24,7 +23,6 @@ from sim.engine.connection_table import ColumnBlock
 from sim.engine.kernel import timeout_at
 from sim.engine.model import Compute, Operation
 from sim.engine.operation_rows import OperationColumns
-from sim.engine.records import StateInterval, WakeRecord
 from sim.engine.runtime import SessionArrays
 from sim.rules.connections import POOLER_MAX_CLIENTS
 from sim.rules.operations import Action
@@ -43,6 +41,9 @@ _STATUS = {k.SCHEDULING: OperationStatus.SCHEDULING.value, k.RUNNING: OperationS
 _ACTIONS = {k.START: Action.START_COMPUTE, k.SUSPEND: Action.SUSPEND_COMPUTE,
             k.CHECK: Action.CHECK_AVAILABILITY}
 _CAUSES = {k.BY_CONNECTION: "connection", k.BY_CHECK: "check_availability"}
+#: the names of the kernel's codes, as arrays to index with its columns of codes
+_STATE_NAMES = np.array([_STATES.get(code) for code in range(max(_STATES) + 1)], dtype=object)
+_CAUSE_NAMES = np.array([_CAUSES.get(code) for code in range(max(_CAUSES) + 1)], dtype=object)
 
 
 class Tie(Exception):
@@ -372,16 +373,15 @@ def _apply_rows(cp: ControlPlane, adv: Advanced, engine_next: bool) -> bool:
             new = out["wk_wait"][:n_wake]
             waits[c.id] = np.concatenate((waits[c.id], new)) if c.id in waits else new.copy()
         return False
-    # rows built by map(_make, zip(...)): no Python frame per row (a fleet has millions)
-    cid, pid = repeat(c.id, n_iv), repeat(c.project_id, n_iv)
-    cp.recorder.intervals.extend(map(StateInterval._make, zip(
-        cid, pid, map(_STATES.__getitem__, out["iv_state"][:n_iv].tolist()),
-        out["iv_cu"][:n_iv].tolist(), out["iv_start"][:n_iv].tolist(),
-        out["iv_end"][:n_iv].tolist(), strict=True)))
-    cp.recorder.wakes.extend(map(WakeRecord._make, zip(
-        repeat(c.id, n_wake), repeat(c.project_id, n_wake), out["wk_at"][:n_wake].tolist(),
-        map(_CAUSES.__getitem__, out["wk_cause"][:n_wake].tolist()),
-        out["wk_wait"][:n_wake].tolist(), strict=True)))
+    # the rows stay columns (sim.engine.row_table): no object per row (a fleet has millions)
+    rec = cp.recorder
+    rec.intervals.add_block(rec.intervals.block(
+        compute_id=c.id, project_id=c.project_id, state=_STATE_NAMES[out["iv_state"][:n_iv]],
+        cu=out["iv_cu"][:n_iv].copy(), start_s=out["iv_start"][:n_iv].copy(),
+        end_s=out["iv_end"][:n_iv].copy()))
+    rec.wakes.add_block(rec.wakes.block(
+        compute_id=c.id, project_id=c.project_id, at_s=out["wk_at"][:n_wake].copy(),
+        cause=_CAUSE_NAMES[out["wk_cause"][:n_wake]], wait_s=out["wk_wait"][:n_wake].copy()))
     return True
 
 
@@ -423,13 +423,17 @@ def _connections(cp: ControlPlane, adv: Advanced, engine_next: bool) -> list[int
     return open_at
 
 
-def op_order(adv: Advanced) -> list[tuple[float, float]]:
+def op_order(adv: Advanced, at: np.ndarray | None = None) -> list[tuple[float, float]]:
     """Per operation, in creation order: (when it was created, when the event that created it
-    was scheduled). Operations of several computes at one instant were created in the order
-    their events were scheduled (SimPy's queue is first in, first out)."""
+    was scheduled); `at`: only those created at one of these instants. Operations of several
+    computes at one instant were created in the order their events were scheduled (SimPy's
+    queue is first in, first out)."""
     n = int(adv.out["i"][k.N_OPS])
-    return list(zip(adv.out["op_created"][:n].tolist(), adv.out["op_sched"][:n].tolist(),
-                    strict=True))
+    created, sched = adv.out["op_created"][:n], adv.out["op_sched"][:n]
+    if at is not None:
+        keep = np.isin(created, at)
+        created, sched = created[keep], sched[keep]
+    return list(zip(created.tolist(), sched.tolist(), strict=True))
 
 
 _NAMES = {code: action.value for code, action in _ACTIONS.items()}

@@ -8,6 +8,7 @@ time since the scenario's start.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -17,6 +18,7 @@ from sim.engine.connection_table import ConnectionRecord as ConnectionRecord  # 
 from sim.engine.connection_table import ConnectionTable as ConnectionTable  # re-exported
 from sim.engine.connection_table import Outcome as Outcome  # re-exported
 from sim.engine.minutes import per_minute_ns
+from sim.engine.row_table import RowBlock, RowTable, row_table
 
 
 class StateInterval(NamedTuple):
@@ -51,19 +53,21 @@ class SampleRecord(NamedTuple):
 
 @dataclass
 class Recorder:
-    intervals: list[StateInterval] = field(default_factory=list)
+    intervals: RowTable[StateInterval] = field(
+        default_factory=partial(RowTable, StateInterval))
     #: rows the SimPy engine records, one by one (a cut session's row is replaced)
     connections: list[ConnectionRecord] = field(default_factory=list)
     #: rows the compute kernel gives, as blocks of columns, each with how many of
     #: `connections` were recorded before it (see `connection_table`)
     connection_blocks: list[tuple[int, ColumnBlock]] = field(default_factory=list)
-    wakes: list[WakeRecord] = field(default_factory=list)
+    wakes: RowTable[WakeRecord] = field(default_factory=partial(RowTable, WakeRecord))
     #: what the fleet path adds when events are not recorded as rows
     on_ns: np.ndarray | None = None  # per minute (see `per_minute_ns`)
     quarter_ns: np.ndarray | None = None
     wake_waits: dict[str, np.ndarray] = field(default_factory=dict)
-    #: project id -> the kernel's operations as rows, in creation order (operation_rows)
-    operation_rows: dict[str, list[OperationRow]] = field(default_factory=dict)
+    #: project id -> the kernel's operations as blocks of rows, in creation order
+    #: (operation_rows)
+    operation_rows: dict[str, list[RowBlock[OperationRow]]] = field(default_factory=dict)
 
     #: on-spans waiting to be folded into the per-minute sums (folding is per batch:
     #: each fold costs a pass over every minute of the run)
@@ -173,10 +177,12 @@ class RunResult:
     duration_s: float
     price_per_cu_hour: float
     computes: list[ComputeRow] = field(default_factory=list)
-    operations: list[OperationRow] = field(default_factory=list)
-    intervals: list[StateInterval] = field(default_factory=list)
+    #: the event tables read as lists of rows (a list given is taken as one)
+    operations: RowTable[OperationRow] = field(default_factory=partial(RowTable, OperationRow))
+    intervals: RowTable[StateInterval] = field(
+        default_factory=partial(RowTable, StateInterval))
     connections: ConnectionTable = field(default_factory=ConnectionTable)
-    wakes: list[WakeRecord] = field(default_factory=list)
+    wakes: RowTable[WakeRecord] = field(default_factory=partial(RowTable, WakeRecord))
     actions: list[ActionRecord] = field(default_factory=list)
     #: every project of the run, in creation order: id -> (scenario key, created at)
     projects: dict[str, tuple[str, float]] = field(default_factory=dict)
@@ -190,24 +196,35 @@ class RunResult:
     #: computes by the road that computed them: "fleet path", or "engine: <why>"
     roads: dict[str, int] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.operations = row_table(OperationRow, self.operations)
+        self.intervals = row_table(StateInterval, self.intervals)
+        self.wakes = row_table(WakeRecord, self.wakes)
+        if not isinstance(self.connections, ConnectionTable):
+            self.connections = ConnectionTable([list(self.connections)])
+
 
 def summarise_events(result: RunResult, rec: Recorder) -> None:
     """Fold state intervals and wakes into the per-minute series and per-compute waits,
     and drop the event rows (operations, intervals, wakes) from the result."""
-    on = [iv for iv in result.intervals if iv.state != "idle" and iv.end_s > iv.start_s]
-    start = np.array([iv.start_s for iv in on], dtype=np.float64)
-    end = np.minimum(np.array([iv.end_s for iv in on], dtype=np.float64), result.duration_s)
-    cu = np.array([iv.cu for iv in on], dtype=np.float64)
-    rec.add_minutes(start, end, cu, result.duration_s)
+    intervals = result.intervals.columns()
+    on = (intervals["state"] != "idle") & (intervals["end_s"] > intervals["start_s"])
+    rec.add_minutes(intervals["start_s"][on],
+                    np.minimum(intervals["end_s"][on], result.duration_s),
+                    intervals["cu"][on], result.duration_s)
     rec.fold_minutes(result.duration_s)
     assert rec.on_ns is not None and rec.quarter_ns is not None
     result.fleet_ns = (rec.on_ns, rec.quarter_ns)
     waits: dict[str, list[float]] = {}
-    for w in result.wakes:
-        if w.cause != "create":
-            waits.setdefault(w.compute_id, []).append(w.wait_s)
+    wakes = result.wakes.columns()
+    for compute_id, cause, wait_s in zip(wakes["compute_id"].tolist(), wakes["cause"].tolist(),
+                                         wakes["wait_s"].tolist(), strict=True):
+        if cause != "create":
+            waits.setdefault(compute_id, []).append(wait_s)
     merged = {k: np.asarray(v, dtype=np.float64) for k, v in waits.items()}
     for key, extra in rec.wake_waits.items():
         merged[key] = np.concatenate((merged[key], extra)) if key in merged else extra
     result.wake_waits = merged
-    result.operations, result.intervals, result.wakes = [], [], []
+    result.operations = RowTable(OperationRow)
+    result.intervals = RowTable(StateInterval)
+    result.wakes = RowTable(WakeRecord)

@@ -21,11 +21,9 @@ from sim.engine.records import (
     ActionRecord,
     ComputeRow,
     ConnectionTable,
-    OperationRow,
     RunResult,
-    StateInterval,
-    WakeRecord,
 )
+from sim.engine.row_table import RowTable
 from sim.rules.states import ComputeState
 
 #: pandas' own string dtype (the pandas 3 default): missing values are NaN, as for floats.
@@ -134,13 +132,13 @@ TABLES: tuple[str, ...] = tuple(SCHEMAS)
 
 def frames(result: RunResult) -> dict[str, pd.DataFrame]:
     """All tables of a run, keyed by name (see `SCHEMAS` for their columns)."""
-    intervals = records_frame(result.intervals, StateInterval._fields, SCHEMAS["intervals"])
-    wakes = records_frame(result.wakes, WakeRecord._fields, SCHEMAS["wakes"])
+    intervals = table_frame(result.intervals, SCHEMAS["intervals"])
+    wakes = table_frame(result.wakes, SCHEMAS["wakes"])
     compute_rows = records_frame(result.computes, ComputeRow._fields, SCHEMAS["computes"])
     return {
         "computes": computes_frame(compute_rows, wakes, result),
         "intervals": intervals,
-        "operations": records_frame(result.operations, OperationRow._fields, SCHEMAS["operations"]),
+        "operations": table_frame(result.operations, SCHEMAS["operations"]),
         "connections": connections_frame(result.connections),
         "wakes": wakes,
         "actions": records_frame(result.actions, ActionRecord._fields, SCHEMAS["actions"]),
@@ -155,9 +153,18 @@ def connections_frame(table: ConnectionTable) -> pd.DataFrame:
         return empty_frame(SCHEMAS["connections"])
     columns = table.columns()
     columns["outcome"] = table.outcome_names(columns["outcome"])
+    return columns_frame(columns, SCHEMAS["connections"])
+
+
+def table_frame(table: RowTable, schema: dict[str, Any]) -> pd.DataFrame:
+    """A table of the run (intervals, wakes, operations), straight from its columns."""
+    return columns_frame(table.columns(), schema) if len(table) else empty_frame(schema)
+
+
+def columns_frame(columns: dict[str, np.ndarray], schema: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame({name: pd.array(columns[name], dtype=dtype) if dtype is STR
                          else columns[name].astype(dtype, copy=False)
-                         for name, dtype in SCHEMAS["connections"].items()}, copy=False)
+                         for name, dtype in schema.items()}, copy=False)
 
 
 def empty_frame(schema: dict[str, Any]) -> pd.DataFrame:

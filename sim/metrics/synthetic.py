@@ -26,6 +26,7 @@ from sim.engine.records import (
     StateInterval,
     WakeRecord,
 )
+from sim.engine.row_table import row_table
 from sim.rules.connections import max_connections as max_connections_of
 
 SIZES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
@@ -67,12 +68,12 @@ def synthetic_result(
     rng = np.random.default_rng(seed)
     result = RunResult(name, seed, start_iso, duration_s, price_per_cu_hour)
     result.assumptions = {"generator": "sim.metrics.synthetic (not a model)"}
+    ops: list[OperationRow] = []
     for p in range(projects):
         project_id = f"p-{_hex(rng, 6)}"
         project_name = f"project-{p:03d}"
         branch_id = f"br-{_hex(rng, 6)}"
         created = 0.0 if rng.random() < 0.7 else float(rng.uniform(0, duration_s / 2))
-        ops = result.operations
         ops.append(_operation(rng, project_id, None, None, "create_timeline", created, 1.0, 0.0))
         kinds = ["read_write"] + (["read_only"] if rng.random() < 0.3 else [])
         for kind in kinds:
@@ -122,7 +123,8 @@ def synthetic_result(
                         operation_failure_rate,
                     )
                 )
-    result.operations.sort(key=lambda op: (op.created_s, op.id))
+    result.operations = row_table(OperationRow,
+                                  sorted(ops, key=lambda op: (op.created_s, op.id)))
     for at in np.sort(rng.uniform(0, duration_s, 3 if result.computes else 0)):
         first = result.computes[0]
         call = f"PATCH /projects/{first.project_id}/endpoints/{first.compute_id}"

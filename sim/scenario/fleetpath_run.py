@@ -235,7 +235,8 @@ def _check_storage_instants(advanced: list[Advanced], replayed: Replayed) -> Non
     by_clocks = [op.order[:2] for op in replayed.ops if op.order[2] < 0]
     if not by_clocks:
         return
-    made = {key for adv in advanced for key in op_order(adv)}
+    instants = np.array([t for t, _ in by_clocks])
+    made = {key for adv in advanced for key in op_order(adv, at=instants)}
     if any(key in made for key in by_clocks):
         raise HandBack("storage work made at the instant of a compute's operation")
 

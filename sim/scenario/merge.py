@@ -20,12 +20,13 @@ took different roads then hold the same rows in the same order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from sim.engine.records import ConnectionTable, RunResult
+from sim.engine.row_table import RowTable
 from sim.scenario.schema import Scenario
 
 
@@ -51,30 +52,70 @@ def project_ranks(result: RunResult, instance_keys: Sequence[str],
     return ranks
 
 
-#: within a project: (column of the compute id, column of the instant) per table
-_WITHIN = {"intervals": (0, 4), "wakes": (0, 2)}
-
-
-def _by_project(rows: list, ranks: Mapping[str, tuple],
-                within: Callable[[Any], Any] | None = None) -> list:
-    """Rows grouped by project in rank order; within a project, ordered by `within`
-    (a stable sort: rows with equal keys keep the order the run recorded them in)."""
-    buckets: dict[str, list] = {}
-    for row in rows:
-        buckets.setdefault(row[1], []).append(row)
-    unknown = set(buckets) - set(ranks)
+def _computes_by_project(rows: list, ranks: Mapping[str, tuple]) -> list:
+    """Compute rows grouped by project in rank order (a stable sort)."""
+    unknown = {row.project_id for row in rows} - set(ranks)
     if unknown:
         raise RuntimeError(f"rows of projects the run never created: {sorted(unknown)[:3]}")
-    out: list = []
-    for pid in sorted(buckets, key=ranks.__getitem__):
-        bucket = buckets[pid]
-        if within is not None:
-            keys = [within(row) for row in bucket]
-            if any(b < a for a, b in zip(keys, keys[1:], strict=False)):
-                order = sorted(range(len(bucket)), key=keys.__getitem__)
-                bucket = [bucket[i] for i in order]
-        out += bucket
-    return out
+    return sorted(rows, key=lambda row: ranks[row.project_id])
+
+
+def _by_project(table: RowTable, ranks: Mapping[str, tuple],
+                position: Mapping[str, int] | None = None, when: str = "") -> RowTable:
+    """Rows grouped by project in rank order; within a project, ordered by compute
+    `position` and then by the column `when`, if given (a stable sort: rows with equal
+    keys keep the order the run recorded them in)."""
+    try:
+        project = table.codes("project_id", _project_order(ranks))
+        if position is None:
+            compute = when_s = np.zeros(len(project))
+        else:
+            compute, when_s = table.codes("compute_id", position), table.column(when)
+    except KeyError as err:
+        raise RuntimeError(f"rows of projects the run never created: {err}") from None
+    moved = in_runs(table, project, compute, when_s)
+    return moved if moved is not None else table.take(np.lexsort((when_s, compute, project)))
+
+
+def _project_order(ranks: Mapping[str, tuple]) -> dict[str, int]:
+    return {pid: i for i, pid in enumerate(sorted(ranks, key=ranks.__getitem__))}
+
+
+def in_runs(table: Any, project: np.ndarray, compute: np.ndarray, when: np.ndarray) -> Any:
+    """`table`'s rows stably sorted by (project, compute, when), moved as whole runs: a run is
+    rows of one part of the table, of one compute, in order of `when` (a compute's rows from
+    the kernel are one run). None when two runs of one compute overlap in time: only a sort
+    of the rows can then interleave them.
+
+    The runs are sorted by (project, compute, first instant, place in the table); that
+    is the rows' order when each run ends before the next of its compute begins, or at its
+    very instant and was recorded before it."""
+    parts = table.parts
+    n = len(project)
+    if n == 0:
+        return table
+    offsets = np.cumsum([0] + [len(part) for part in parts])
+    cut = np.zeros(n, np.bool_)
+    cut[offsets[:-1]] = True
+    cut[1:] |= (project[1:] != project[:-1]) | (compute[1:] != compute[:-1]) | (when[1:] < when[:-1])
+    starts = np.flatnonzero(cut)
+    ends = np.r_[starts[1:], n]
+    order = np.lexsort((starts, when[starts], compute[starts], project[starts]))
+    start, end = starts[order], ends[order]
+    same = (project[start[1:]] == project[start[:-1]]) & (compute[start[1:]] == compute[start[:-1]])
+    before, after = when[end[:-1] - 1], when[start[1:]]
+    if not np.all(~same | (before < after) | ((before == after) & (start[:-1] < start[1:]))):
+        return None
+    of_part = np.searchsorted(offsets, start, side="right") - 1
+    moved = []
+    for k, a, b in zip(of_part.tolist(), (start - offsets[of_part]).tolist(),
+                       (end - offsets[of_part]).tolist(), strict=True):
+        part = parts[k]
+        if a == 0 and b == len(part):
+            moved.append(part)
+        else:
+            moved.append(part[a:b] if isinstance(part, list) else part.between(a, b))
+    return table.with_parts(moved)
 
 
 def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
@@ -96,15 +137,13 @@ def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
     ranks: dict[str, tuple] = {}
     for result, keys in parts:
         ranks.update(project_ranks(result, keys, order))
-    computes = _by_project([row for result, _ in parts for row in result.computes], ranks)
+    computes = _computes_by_project([row for result, _ in parts for row in result.computes],
+                                    ranks)
     position = {row.compute_id: i for i, row in enumerate(computes)}
 
-    def merged(table: str) -> list:
-        rows = [row for result, _ in parts for row in getattr(result, table)]
-        if table not in _WITHIN:
-            return _by_project(rows, ranks)
-        who, when = _WITHIN[table]
-        return _by_project(rows, ranks, lambda row: (position[row[who]], row[when]))
+    def merged(table: str, when: str = "") -> RowTable:
+        joined = RowTable.joined(getattr(result, table) for result, _ in parts)
+        return _by_project(joined, ranks, position if when else None, when)
 
     actions = sorted((a for result, _ in parts for a in result.actions),
                      key=lambda a: (a.at_s, a.call, a.status, a.code))
@@ -112,11 +151,11 @@ def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
         name=head.name, seed=head.seed, start_iso=head.start_iso, duration_s=head.duration_s,
         price_per_cu_hour=head.price_per_cu_hour,
         computes=computes, operations=merged("operations"),
-        intervals=merged("intervals"),
+        intervals=merged("intervals", "start_s"),
         connections=_ordered_connections([result.connections for result, _ in parts], ranks,
                                          position, {row.compute_id: row.project_id
                                                     for row in computes}),
-        wakes=merged("wakes"), actions=actions, assumptions=dict(head.assumptions),
+        wakes=merged("wakes", "at_s"), actions=actions, assumptions=dict(head.assumptions),
         fleet_ns=_summed_minutes(parts), wake_waits=_joined_waits(parts),
         projects={pid: info for pid in sorted(ranks, key=ranks.__getitem__)
                   for r, _ in parts if (info := r.projects.get(pid)) is not None},
@@ -129,15 +168,17 @@ def _ordered_connections(tables: Sequence[ConnectionTable], ranks: Mapping[str, 
                          ) -> ConnectionTable:
     """Connections in canonical order, sorted as columns (a stable sort, as `_by_project`)."""
     joined = ConnectionTable.joined(tables)
-    project_order = {pid: i for i, pid in enumerate(sorted(ranks, key=ranks.__getitem__))}
     try:
-        project, compute = joined.per_row(project_order, dict(position))
+        project, compute = joined.per_row(_project_order(ranks), dict(position))
     except KeyError as err:
         raise RuntimeError(f"rows of projects the run never created: {err}") from None
-    columns = joined.columns(ids=False)
-    order = np.lexsort((columns["arrival_s"], compute, project))
+    arrival = joined.column("arrival_s")
+    moved = in_runs(joined, project, compute, arrival)
+    if moved is not None:
+        return moved
+    order = np.lexsort((arrival, compute, project))
     ids = [(cid, project_of[cid]) for cid in sorted(position, key=position.__getitem__)]
-    return joined.reordered(order, compute, ids, columns)
+    return joined.reordered(order, compute, ids)
 
 
 def _summed_roads(parts: Sequence[tuple[RunResult, Sequence[str]]]) -> dict[str, int]:

@@ -25,6 +25,8 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
+from sim.engine.row_table import Parts
+
 if TYPE_CHECKING:
     from sim.engine.control_plane import ControlPlane
     from sim.engine.runtime import ComputeRuntime
@@ -104,7 +106,7 @@ def _records(recorder: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(recorder):
         value = getattr(recorder, f.name)
-        if isinstance(value, (list, tuple)):
+        if isinstance(value, (list, tuple, Parts)):
             out[f.name] = len(value)
         else:
             out[f.name] = _opaque(value)

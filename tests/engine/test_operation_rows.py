@@ -33,7 +33,8 @@ def test_stamps_are_the_engines_one_by_one_bump(a: list[float], b: list[float], 
     for part, prefix in ((first, "a"), (second, "b")):
         part.ids = [f"{prefix}{k}" for k in range(len(part))]
     file_rows(cp, project, [first, second])
-    rows = cp.recorder.operation_rows[project.id]
+    rows = [row for block in cp.recorder.operation_rows.get(project.id, [])
+            for row in block.records()]
     order = sorted([(t, 0.0, k, f"a{k}") for k, t in enumerate(a)]
                    + [(t, 1.0, k, f"b{k}") for k, t in enumerate(b)])
     expected, stamp = [], last
