@@ -42,6 +42,31 @@ def drawn_sessions(
             yield times, sessions.sample(session_rng, len(times))
 
 
+def all_sessions(
+    arrivals: ArrivalProcess,
+    sessions: SessionModel,
+    arrival_rng: np.random.Generator,
+    session_rng: np.random.Generator,
+    t0: float,
+    t1: float,
+) -> tuple[np.ndarray, SessionBatch]:
+    """What `drawn_sessions` gives, joined: a workload's arrivals and sessions at once.
+
+    A model that draws only durations (no temporary files) draws them for every arrival
+    in one call: numpy draws n values and then m exactly as it draws n + m, so the
+    numbers are those of the windows. With temporary files the draws of two columns
+    interleave window by window, and the windows are drawn as they are."""
+    if sessions.temp_bytes is None:
+        times = arrivals.times(arrival_rng, t0, t1)
+        return times, sessions.sample(session_rng, len(times))
+    parts = list(drawn_sessions(arrivals, sessions, arrival_rng, session_rng, t0, t1))
+    if not parts:
+        return np.empty(0), sessions.sample(session_rng, 0)
+    return np.concatenate([times for times, _ in parts]), SessionBatch(
+        *(np.concatenate([getattr(batch, name) for _, batch in parts])
+          for name in SessionBatch._fields))
+
+
 def _batches(
     arrivals: ArrivalProcess,
     sessions: SessionModel,

@@ -12,7 +12,7 @@ objects (`sim.scenario.fleetpath_run.file_operations`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,11 +30,12 @@ class OperationColumns:
     made at one instant (when the event that made it was scheduled, the check rank of its
     branch, its position among its compute's operations)."""
 
+    # names: a list, an object array, or one value for every operation of the part
     ids: list[str]
-    branch_id: list[str | None]
-    endpoint_id: list[str | None]
-    action: list[str]
-    status: list[str]
+    branch_id: Any
+    endpoint_id: Any
+    action: Any
+    status: Any
     failures: np.ndarray
     created: np.ndarray  # instants, seconds
     updated: np.ndarray
@@ -75,9 +76,7 @@ def file_rows(cp: ControlPlane, project: Project, parts: list[OperationColumns])
     failures = cat["failures"][order]
 
     def column(name: str) -> np.ndarray:
-        values = np.empty(len(order), object)
-        values[:] = [v for part in parts for v in getattr(part, name)]
-        return values[order]
+        return np.concatenate([_objects(getattr(part, name), len(part)) for part in parts])[order]
 
     action = column("action")
     errors = np.full(len(order), None, object)
@@ -89,6 +88,16 @@ def file_rows(cp: ControlPlane, project: Project, parts: list[OperationColumns])
             "endpoint_id": column("endpoint_id"), "action": action, "status": column("status"),
             "failures_count": failures.astype(np.int64), "created_s": created_s,
             "updated_s": updated, "total_duration_ms": total_ms, "error": errors}))
+
+
+def _objects(values: Any, n: int) -> np.ndarray:
+    if isinstance(values, np.ndarray):
+        return values
+    if isinstance(values, list):
+        out = np.empty(n, object)
+        out[:] = values
+        return out
+    return np.full(n, values, object)
 
 
 __all__ = ["OperationColumns", "file_rows", "stamps"]

@@ -344,9 +344,8 @@ def apply_advanced_to_end(cp: ControlPlane, adv: Advanced, rank: int) -> Operati
     status = out["op_status"][:n]
     finished = np.where(status == k.FINISHED, out["op_finished"][:n], np.nan)
     return OperationColumns(
-        cp.ids.operations(cp.streams.get(f"ids/{c.key}"), n), [c.branch_id] * n, [c.id] * n,
-        list(map(_NAMES.__getitem__, out["op_action"][:n].tolist())),
-        list(map(_STATUS.__getitem__, status.tolist())), out["op_failures"][:n],
+        cp.ids.operations(cp.streams.get(f"ids/{c.key}"), n), c.branch_id, c.id,
+        _ACTION_NAMES[out["op_action"][:n]], _STATUS_NAMES[status], out["op_failures"][:n],
         out["op_created"][:n], out["op_updated"][:n], finished, out["op_sched"][:n],
         np.full(n, rank), np.arange(n, dtype=np.float64))
 
@@ -437,6 +436,9 @@ def op_order(adv: Advanced, at: np.ndarray | None = None) -> list[tuple[float, f
 
 
 _NAMES = {code: action.value for code, action in _ACTIONS.items()}
+_ACTION_NAMES = np.array([_NAMES.get(code) for code in range(max(_NAMES) + 1)], dtype=object)
+_STATUS_NAMES = np.array([_STATUS.get(code) for code in range(max(_STATUS) + 1)],
+                         dtype=object)
 
 
 def _operations(cp: ControlPlane, adv: Advanced) -> list[Operation]:

@@ -103,12 +103,16 @@ class StorageStart:
                     **{b: cp.branches[b].idle_since for b in project.branches}})
 
 
-def _stretches(starts: np.ndarray, ends: np.ndarray, since: float | None, until: float
-               ) -> tuple[np.ndarray, np.ndarray]:
+def _stretches(starts: np.ndarray, ends: np.ndarray, since: float | None, until: float,
+               one: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The quiet stretches [q, r) of a holder whose computes were on over [starts, ends)
-    (`since`: quiet already when those begin), up to `until`."""
-    order = np.argsort(starts, kind="stable")
-    s, reach = starts[order], np.maximum.accumulate(ends[order])
+    (`since`: quiet already when those begin), up to `until`. `one`: the spans are one
+    compute's, in order and apart already."""
+    if one:
+        s, reach = starts, ends
+    else:
+        order = np.argsort(starts, kind="stable")
+        s, reach = starts[order], np.maximum.accumulate(ends[order])
     q = np.concatenate(([since] if since is not None else [], reach))
     r = np.concatenate((s, [until]))
     if since is None:  # nothing quiet before the first span
@@ -127,13 +131,12 @@ class _Clocks:
     def __init__(self, cp: ControlPlane, project: Project, advanced: list[Advanced],
                  until: float, start: StorageStart):
         cfg = cp.config
-        spans: dict[str | None, list[Advanced]] = {None: list(advanced)}
+        spans: dict[str | None, list[tuple[np.ndarray, np.ndarray]]] = {None: []}
         for adv in advanced:
-            spans.setdefault(adv.compute.branch_id, []).append(adv)
-
-        def ends_of(adv: Advanced) -> np.ndarray:  # a span still open (run to a call) ends
-            extra = len(adv.on_starts) - len(adv.on_ends)  # where the replay stops
-            return np.append(adv.on_ends, [until] * extra) if extra else adv.on_ends
+            extra = len(adv.on_starts) - len(adv.on_ends)  # a span still open (run to a
+            ends = np.append(adv.on_ends, [until] * extra) if extra else adv.on_ends  # call)
+            spans[None].append((adv.on_starts, ends))  # ends where the replay stops
+            spans.setdefault(adv.compute.branch_id, []).append((adv.on_starts, ends))
 
         #: (instant, scheduled at, holder order, holder, since) of every ring, in order
         self.rings: list[tuple] = []
@@ -141,9 +144,13 @@ class _Clocks:
         holders: list[str | None] = [None, *project.branches]
         for rank, holder in enumerate(holders):
             group = spans.get(holder, [])
-            starts = np.concatenate([adv.on_starts for adv in group]) if group else np.empty(0)
-            ends = np.concatenate([ends_of(adv) for adv in group]) if group else np.empty(0)
-            q, r = _stretches(starts, ends, start.idle_since.get(holder), until)
+            if len(group) == 1:
+                starts, ends = group[0]
+            else:
+                starts = np.concatenate([g[0] for g in group]) if group else np.empty(0)
+                ends = np.concatenate([g[1] for g in group]) if group else np.empty(0)
+            q, r = _stretches(starts, ends, start.idle_since.get(holder), until,
+                              one=len(group) == 1)
             self.idle_since[holder] = float(q[-1]) if len(q) and r[-1] == until else None
             after = cfg.detach_after_s if holder is None else cfg.archive_after_s
             if after is None or (holder is not None and cp.branches[holder].default):
@@ -224,16 +231,19 @@ class _Replay:
         """Every wake (start_compute) of the project's computes, as columns in the engine's
         order (instant, when scheduled, check rank, position among the compute's
         operations), and where each branch's wakes are in it."""
-        cols: list[list[np.ndarray]] = [[], [], [], [], []]
-        for x, adv in enumerate(advanced):
-            out = adv.out
-            n = int(out["i"][k.N_OPS])
-            starts = np.flatnonzero(out["op_action"][:n] == k.START)
-            for col, values in zip(cols, (out["op_created"][starts], out["op_sched"][starts],
-                                          np.full(len(starts), ranks.get(adv.compute.id, 0)),
-                                          starts, np.full(len(starts), x)), strict=True):
-                col.append(values)
-        t, sched, rank, j, who = (np.concatenate(col) for col in cols)
+        counts = [int(adv.out["i"][k.N_OPS]) for adv in advanced]
+        first = np.cumsum([0, *counts[:-1]])
+
+        def joined(name: str) -> np.ndarray:
+            return np.concatenate([adv.out[name][:n] for adv, n in zip(advanced, counts,
+                                                                      strict=True)])
+
+        starts = joined("op_action") == k.START
+        who_all = np.repeat(np.arange(len(advanced)), counts)
+        t, sched = joined("op_created")[starts], joined("op_sched")[starts]
+        rank = np.repeat([ranks.get(adv.compute.id, 0) for adv in advanced], counts)[starts]
+        j = (np.arange(sum(counts)) - np.repeat(first, counts))[starts]
+        who = who_all[starts]
         order = np.lexsort((j, rank, sched, t))
         self.t, self.sched, self.rank, self.j, self.who = (
             t[order], sched[order], rank[order], j[order], who[order])
@@ -241,9 +251,20 @@ class _Replay:
         if np.isin(self.t, quiet).any():
             raise StorageTie("a compute went quiet at the instant of another's wake")
         self.computes = [adv.compute for adv in advanced]
-        branch_of = np.array([c.branch_id for c in self.computes], dtype=object)
-        self.by_branch = {b: np.flatnonzero(branch_of[self.who] == b)
-                          for b in {c.branch_id for c in self.computes}} if len(self.t) else {}
+        self._branch_code = {b: i for i, b in enumerate(
+            dict.fromkeys(c.branch_id for c in self.computes))}
+        self._wake_branch = np.array([self._branch_code[c.branch_id] for c in self.computes],
+                                     dtype=np.int64)[self.who]
+        self._by_branch: dict[str, np.ndarray] = {}
+
+    def _wakes_of(self, branch: str) -> np.ndarray:
+        """The positions of the wakes of a branch's computes (asked for once archived)."""
+        at = self._by_branch.get(branch)
+        if at is None:
+            code = self._branch_code.get(branch)
+            at = self._by_branch[branch] = (np.empty(0, np.int64) if code is None else
+                                            np.flatnonzero(self._wake_branch == code))
+        return at
 
     def _first_from(self, t: float, sched: float) -> int:
         """The position of the first wake at or after (t, sched) in the engine's order."""
@@ -258,8 +279,8 @@ class _Replay:
             return x
         best = len(self.t)
         for branch, archived in self.archived.items():
-            if archived and branch in self.by_branch:
-                at = self.by_branch[branch]
+            if archived:
+                at = self._wakes_of(branch)
                 y = int(np.searchsorted(at, x, side="left"))
                 if y < len(at) and at[y] < best:
                     best = int(at[y])

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from sim.engine.control_plane import ControlPlane
-from sim.engine.feed import drawn_sessions
+from sim.engine.feed import all_sessions
 from sim.engine.lifecycle import checked_compute
 from sim.engine.model import Compute, Operation
 from sim.engine.operation_rows import file_rows, stamps
@@ -76,13 +76,9 @@ def compute_sessions(scenario: Scenario, cp: ControlPlane, c: Compute, spec: Com
     process, model = spec.arrival_process(scenario.start), spec.session_model()
     if process is None or model is None:
         return Sessions.none()
-    parts = [(times, b.duration_s, b.cpu, b.memory_gb, b.temp_bytes)
-             for times, b in drawn_sessions(process, model, cp.streams.fresh(f"arrivals/{c.key}"),
-                                            cp.streams.fresh(f"sessions/{c.key}"), 0.0,
-                                            scenario.duration)]
-    if not parts:
-        return Sessions.none()
-    return Sessions(*(np.concatenate([part[j] for part in parts]) for j in range(5)))
+    times, batch = all_sessions(process, model, cp.streams.fresh(f"arrivals/{c.key}"),
+                                cp.streams.fresh(f"sessions/{c.key}"), 0.0, scenario.duration)
+    return Sessions(times, *batch) if len(times) else Sessions.none()
 
 
 class NamedWorkloads:

@@ -9,8 +9,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import sim.scenario.runner as runner
+from sim.engine.storage_replay import _stretches
 from sim.scenario.loader import load_scenario, parse_scenario
 
 from .test_fleetpath import canonical, random_compute, random_distribution
@@ -172,3 +175,21 @@ def test_a_project_named_by_two_calls_is_the_kernels_between_them(
     if not fallbacks:  # taken back after each call: once before the second, once after it
         hours = sorted({t // 3600 for t in taken})
         assert any(h < int(second[:-1]) for h in hours) and hours[-1] >= int(second[:-1]), hours
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=12), st.one_of(st.none(), st.integers(0, 5)),
+       st.booleans())
+def test_one_computes_spans_need_no_sort(marks: list[int], since: int | None, open_: bool
+                                         ) -> None:
+    """A compute's own on-spans are in order and apart, so its quiet stretches come
+    without sorting them or taking the running reach: the same stretches either way."""
+    cuts = np.unique(np.array(marks, dtype=np.float64) + 6.0)  # on/off instants, in order
+    if open_ and len(cuts) % 2 == 0:
+        cuts = cuts[:-1]
+    if len(cuts) % 2:
+        cuts = np.append(cuts, 50.0)  # the last span runs to the end
+    starts, ends = cuts[0::2], cuts[1::2]
+    general = _stretches(starts, ends, since, 60.0)
+    alone = _stretches(starts, ends, since, 60.0, one=True)
+    assert all(np.array_equal(a, b) for a, b in zip(general, alone, strict=True))
