@@ -34,7 +34,8 @@ NOUNS = (
     "wildflower", "wind", "wood",
 )
 _ALNUM = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)
-_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+#: each byte's two hex digits, as the two bytes of one uint16 (in memory order)
+_HEX_PAIRS = np.frombuffer(b"".join(f"{b:02x}".encode() for b in range(256)), dtype=np.uint16)
 #: where a UUID's 32 hex digits go among its 36 characters (the rest are dashes)
 _DIGIT_AT = np.array([at for at in range(36) if at not in (8, 13, 18, 23)])
 
@@ -80,28 +81,23 @@ class IdFactory:
         return self._unique(lambda: _uuid4(rng.bytes(16)))
 
     def operations(self, rng: np.random.Generator, n: int) -> list[str]:
-        """n operation ids at once: the very ids n calls of `operation` would give.
+        """n operation ids at once: the very ids n calls of `operation` would give
+        (rng.bytes(16 n) is the concatenation of n draws of rng.bytes(16), whole 64-bit
+        words each).
 
-        rng.bytes(16 n) is the concatenation of n draws of rng.bytes(16) (whole 64-bit
-        words each); on the (never yet seen) collision with an issued id, the stream is
-        put back and the ids are drawn one by one, redrawing as `operation` does."""
+        Unlike the ids of things a user names again (a deleted compute's id must never
+        come back), these are not entered among the issued ids: 122 random bits make two
+        equal operation ids as likely as a collision of the real service's UUIDs, and a
+        fleet makes millions of them."""
         if n == 0:
             return []  # rng.bytes(0) still draws a word
-        state = rng.bit_generator.state
-        raw = np.frombuffer(rng.bytes(16 * n), dtype=np.uint8).reshape(n, 16)
-        digits = np.empty((n, 32), np.uint8)  # as `_uuid4` spells them, a row per id
-        digits[:, 0::2], digits[:, 1::2] = _HEX[raw >> 4], _HEX[raw & 0x0F]
-        digits[:, 12] = ord("4")  # version 4 and the variant bits, as _uuid4 sets them
-        digits[:, 16] = _HEX[(raw[:, 8] & 0x3F | 0x80) >> 4]
+        raw = np.frombuffer(rng.bytes(16 * n), dtype=np.uint8).reshape(n, 16).copy()
+        raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40  # version 4 and the variant, as _uuid4 sets
+        raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80
         chars = np.full((n, 36), ord("-"), np.uint8)
-        chars[:, _DIGIT_AT] = digits
+        chars[:, _DIGIT_AT] = _HEX_PAIRS[raw].view(np.uint8).reshape(n, 32)
         text = chars.tobytes().decode("ascii")
-        ids = [text[i:i + 36] for i in range(0, 36 * n, 36)]
-        if len(set(ids)) == n and self._issued.isdisjoint(ids):
-            self._issued.update(ids)
-            return ids
-        rng.bit_generator.state = state
-        return [self.operation(rng) for _ in range(n)]
+        return [text[i:i + 36] for i in range(0, 36 * n, 36)]
 
     def opaque(self, rng: np.random.Generator, prefix: str, n: int = 24) -> str:
         """Keys and secrets (auth integrations); unique like every other id."""

@@ -247,8 +247,9 @@ class _Replay:
         order = np.lexsort((j, rank, sched, t))
         self.t, self.sched, self.rank, self.j, self.who = (
             t[order], sched[order], rank[order], j[order], who[order])
-        quiet = np.concatenate([adv.on_ends for adv in advanced])
-        if np.isin(self.t, quiet).any():
+        quiet = np.sort(np.concatenate([adv.on_ends for adv in advanced]))
+        at = np.minimum(np.searchsorted(quiet, self.t), len(quiet) - 1)
+        if len(quiet) and np.any(quiet[at] == self.t):
             raise StorageTie("a compute went quiet at the instant of another's wake")
         self.computes = [adv.compute for adv in advanced]
         self._branch_code = {b: i for i, b in enumerate(
