@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim.engine.config import ConnectionRecording
 from sim.engine.control_plane import ControlPlane
 from sim.engine.feed import session_feed
 from sim.engine.model import Compute
@@ -220,6 +221,8 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
               progress: Progress | None, steps: int, fleet_path: bool) -> _Part:
     cp = ControlPlane(scenario.engine_config(), seed=seed, start=scenario.start,
                       region_id=scenario.region_id, plan=scenario.plan_of(scenario.projects[0]))
+    cp.streams.prepare(stream_names(
+        instances, sampled=cp.config.record_connections is ConnectionRecording.SAMPLED))
     fleet = Fleet()
     placed: list[tuple[Compute, ComputeSpec]] = []
     external: list[tuple[Compute, ComputeSpec]] = []
@@ -270,6 +273,18 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
     keys = [inst.key for inst in instances if inst.key not in back_keys]
     return _Part(result, keys, [inst.key for inst in instances if inst.key in back_keys], cp,
                  fleet)
+
+
+def stream_names(instances: Sequence[ProjectInstance], sampled: bool = False) -> Iterator[str]:
+    """The random streams the run of these project instances asks for, by name: each
+    project's and each of its computes' (keys as `build_project` gives them); `sampled`:
+    connections are recorded by sample."""
+    kinds = ("ids", "ops", "arrivals", "sessions", *(("connection-sample",) if sampled else ()))
+    for inst in instances:
+        yield from (f"ids/{inst.key}", f"ops/{inst.key}")
+        for b in inst.template.branches:
+            for i in range(len(b.computes)):
+                yield from (f"{kind}/{inst.key}.{b.name}.{i}" for kind in kinds)
 
 
 def _linked(keys: set[str], named: list[set[str]]) -> set[str]:
