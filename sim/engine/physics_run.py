@@ -41,9 +41,16 @@ _STATUS = {k.SCHEDULING: OperationStatus.SCHEDULING.value, k.RUNNING: OperationS
 _ACTIONS = {k.START: Action.START_COMPUTE, k.SUSPEND: Action.SUSPEND_COMPUTE,
             k.CHECK: Action.CHECK_AVAILABILITY}
 _CAUSES = {k.BY_CONNECTION: "connection", k.BY_CHECK: "check_availability"}
-#: the names of the kernel's codes, as arrays to index with its columns of codes
-_STATE_NAMES = np.array([_STATES.get(code) for code in range(max(_STATES) + 1)], dtype=object)
-_CAUSE_NAMES = np.array([_CAUSES.get(code) for code in range(max(_CAUSES) + 1)], dtype=object)
+_NAMES = {code: action.value for code, action in _ACTIONS.items()}
+
+
+def _by_code(names: dict[int, str]) -> np.ndarray:
+    """The names of the kernel's codes, as an array to index with its columns of codes."""
+    return np.array([names.get(code) for code in range(max(names) + 1)], dtype=object)
+
+
+_STATE_NAMES, _CAUSE_NAMES = _by_code(_STATES), _by_code(_CAUSES)
+_ACTION_NAMES, _STATUS_NAMES = _by_code(_NAMES), _by_code(_STATUS)
 
 
 class Tie(Exception):
@@ -433,12 +440,6 @@ def op_order(adv: Advanced, at: np.ndarray | None = None) -> list[tuple[float, f
         keep = np.isin(created, at)
         created, sched = created[keep], sched[keep]
     return list(zip(created.tolist(), sched.tolist(), strict=True))
-
-
-_NAMES = {code: action.value for code, action in _ACTIONS.items()}
-_ACTION_NAMES = np.array([_NAMES.get(code) for code in range(max(_NAMES) + 1)], dtype=object)
-_STATUS_NAMES = np.array([_STATUS.get(code) for code in range(max(_STATUS) + 1)],
-                         dtype=object)
 
 
 def _operations(cp: ControlPlane, adv: Advanced) -> list[Operation]:
