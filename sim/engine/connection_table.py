@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sim.engine.row_table import Parts
+from sim.engine.row_table import Parts, filled
 
 
 class ConnectionRecord(NamedTuple):
@@ -158,8 +158,8 @@ class ConnectionTable(Parts[ConnectionRecord]):
                    "duration_s": part.duration_s, "outcome": part.outcome, "cold": part.cold}
         if ids:
             n = len(part)
-            columns["compute_id"] = np.full(n, part.compute_id, dtype=object)
-            columns["project_id"] = np.full(n, part.project_id, dtype=object)
+            columns["compute_id"] = filled(n, part.compute_id)
+            columns["project_id"] = filled(n, part.project_id)
         return columns
 
     def reordered(self, order: np.ndarray, compute: np.ndarray,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim.engine.records import OperationRow
-from sim.engine.row_table import RowBlock
+from sim.engine.row_table import RowBlock, filled
 
 if TYPE_CHECKING:
     from sim.engine.control_plane import ControlPlane
@@ -79,7 +79,7 @@ def file_rows(cp: ControlPlane, project: Project, parts: list[OperationColumns])
         return np.concatenate([_objects(getattr(part, name), len(part)) for part in parts])[order]
 
     action = column("action")
-    errors = np.full(len(order), None, object)
+    errors = filled(len(order), None)
     for at in np.flatnonzero(failures).tolist():  # few: faults are rare
         errors[at] = f"{action[at]} attempt {failures[at]} failed (injected fault)"
     cp.recorder.operation_rows.setdefault(project.id, []).append(RowBlock(
@@ -97,7 +97,7 @@ def _objects(values: Any, n: int) -> np.ndarray:
         out = np.empty(n, object)
         out[:] = values
         return out
-    return np.full(n, values, object)
+    return filled(n, values)
 
 
 __all__ = ["OperationColumns", "file_rows", "stamps"]
