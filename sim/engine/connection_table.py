@@ -120,20 +120,14 @@ class ConnectionTable(Parts[ConnectionRecord]):
         return ConnectionTable(kept)
 
     # -- reading as columns --------------------------------------------------------------------
-    def per_row(self, of_project: dict[str, int], of_compute: dict[str, int]
-                ) -> tuple[np.ndarray, np.ndarray]:
-        """Each row's project and compute looked up in the two maps (KeyError: unknown)."""
-        projects, computes = [], []
-        for part in self._parts:
-            if isinstance(part, ColumnBlock):
-                projects.append(np.full(len(part), of_project[part.project_id], np.int64))
-                computes.append(np.full(len(part), of_compute[part.compute_id], np.int64))
-            else:
-                projects.append(np.array([of_project[r.project_id] for r in part], np.int64))
-                computes.append(np.array([of_compute[r.compute_id] for r in part], np.int64))
-        if not projects:
-            return np.empty(0, np.int64), np.empty(0, np.int64)
-        return np.concatenate(projects), np.concatenate(computes)
+    def codes(self, name: str, code_of: dict[str, int]) -> np.ndarray:
+        """Each row's `name` (compute_id or project_id) looked up in `code_of` (KeyError:
+        an id it lacks)."""
+        pieces = [filled(len(part), code_of[getattr(part, name)], np.int64)
+                  if isinstance(part, ColumnBlock) else
+                  np.fromiter((code_of[getattr(r, name)] for r in part), np.int64, len(part))
+                  for part in self._parts]
+        return np.concatenate(pieces) if pieces else np.empty(0, np.int64)
 
     def column(self, name: str) -> np.ndarray:
         """One column of numbers (not an id) for every row."""
@@ -162,22 +156,16 @@ class ConnectionTable(Parts[ConnectionRecord]):
             columns["project_id"] = filled(n, part.project_id)
         return columns
 
-    def reordered(self, order: np.ndarray, compute: np.ndarray,
-                  ids: Sequence[tuple[str, str]],
-                  columns: dict[str, np.ndarray] | None = None) -> ConnectionTable:
-        """The rows taken in `order`, whose rows of one compute then come together:
-        `compute` codes each row's compute (before reordering), `ids[code]` is that
-        compute's (compute id, project id); `columns`: `columns(ids=False)`, if at hand."""
-        columns = self.columns(ids=False) if columns is None else columns
-        codes = compute[order]
-        n = len(codes)
+    def take(self, order: np.ndarray) -> ConnectionTable:
+        """The rows in `order` (positions), a block for each run of one compute's rows."""
+        taken = {name: column[order] for name, column in self.columns().items()}
+        compute, n = taken["compute_id"], len(order)
         if n == 0:
             return ConnectionTable()
-        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        starts = np.flatnonzero(np.r_[True, compute[1:] != compute[:-1]])
         ends = np.r_[starts[1:], n]
-        taken = {name: column[order] for name, column in columns.items()}
         return ConnectionTable(
-            ColumnBlock(*ids[codes[a]], *(taken[name][a:b] for name in _FLOATS),
+            ColumnBlock(compute[a], taken["project_id"][a], *(taken[f][a:b] for f in _FLOATS),
                         taken["outcome"][a:b], taken["cold"][a:b])
             for a, b in zip(starts.tolist(), ends.tolist(), strict=True))
 

@@ -60,11 +60,11 @@ def _computes_by_project(rows: list, ranks: Mapping[str, tuple]) -> list:
     return sorted(rows, key=lambda row: ranks[row.project_id])
 
 
-def _by_project(table: RowTable, ranks: Mapping[str, tuple],
-                position: Mapping[str, int] | None = None, when: str = "") -> RowTable:
-    """Rows grouped by project in rank order; within a project, ordered by compute
-    `position` and then by the column `when`, if given (a stable sort: rows with equal
-    keys keep the order the run recorded them in)."""
+def _by_project(table: Any, ranks: Mapping[str, tuple],
+                position: Mapping[str, int] | None = None, when: str = "") -> Any:
+    """Rows of a table (a `RowTable` or the connections) grouped by project in rank order;
+    within a project, ordered by compute `position` and then by the column `when`, if given
+    (a stable sort: rows with equal keys keep the order the run recorded them in)."""
     try:
         project = table.codes("project_id", _project_order(ranks))
         if position is None:
@@ -152,33 +152,14 @@ def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
         price_per_cu_hour=head.price_per_cu_hour,
         computes=computes, operations=merged("operations"),
         intervals=merged("intervals", "start_s"),
-        connections=_ordered_connections([result.connections for result, _ in parts], ranks,
-                                         position, {row.compute_id: row.project_id
-                                                    for row in computes}),
+        connections=_by_project(ConnectionTable.joined(r.connections for r, _ in parts),
+                                ranks, position, "arrival_s"),
         wakes=merged("wakes", "at_s"), actions=actions, assumptions=dict(head.assumptions),
         fleet_ns=_summed_minutes(parts), wake_waits=_joined_waits(parts),
         projects={pid: info for pid in sorted(ranks, key=ranks.__getitem__)
                   for r, _ in parts if (info := r.projects.get(pid)) is not None},
         roads=_summed_roads(parts),
     )
-
-
-def _ordered_connections(tables: Sequence[ConnectionTable], ranks: Mapping[str, tuple],
-                         position: Mapping[str, int], project_of: Mapping[str, str]
-                         ) -> ConnectionTable:
-    """Connections in canonical order, sorted as columns (a stable sort, as `_by_project`)."""
-    joined = ConnectionTable.joined(tables)
-    try:
-        project, compute = joined.per_row(_project_order(ranks), dict(position))
-    except KeyError as err:
-        raise RuntimeError(f"rows of projects the run never created: {err}") from None
-    arrival = joined.column("arrival_s")
-    moved = in_runs(joined, project, compute, arrival)
-    if moved is not None:
-        return moved
-    order = np.lexsort((arrival, compute, project))
-    ids = [(cid, project_of[cid]) for cid in sorted(position, key=position.__getitem__)]
-    return joined.reordered(order, compute, ids)
 
 
 def _summed_roads(parts: Sequence[tuple[RunResult, Sequence[str]]]) -> dict[str, int]:

@@ -67,16 +67,19 @@ def test_a_table_reads_as_its_records(rows: list[ConnectionRecord], as_blocks: l
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(row, max_size=40), st.lists(st.booleans(), min_size=1, max_size=4))
-def test_reordered_rows_are_those_rows_in_that_order(rows: list[ConnectionRecord],
-                                                     as_blocks: list[bool]) -> None:
+def test_taken_rows_are_those_rows_in_that_order(rows: list[ConnectionRecord],
+                                                 as_blocks: list[bool]) -> None:
     table = table_of(rows, as_blocks)
     code = {cid: i for i, (cid, _) in enumerate(COMPUTES)}
-    _, compute = table.per_row({"p-1": 0, "p-2": 1}, code)
+    compute = table.codes("compute_id", code)
+    assert compute.tolist() == [code[r.compute_id] for r in rows]
     order = np.lexsort((np.array([r.arrival_s for r in rows]), compute))
-    assert list(table.reordered(order, compute, COMPUTES)) == [rows[i] for i in order]
+    taken = table.take(order)
+    assert list(taken) == [rows[i] for i in order]
     # a stable sort: rows of one compute at one instant keep their order
-    assert list(table.reordered(order, compute, COMPUTES)) == sorted(
-        rows, key=lambda r: (code[r.compute_id], r.arrival_s))
+    assert list(taken) == sorted(rows, key=lambda r: (code[r.compute_id], r.arrival_s))
+    # a block for each run of one compute's rows
+    assert all(len({r.compute_id for r in block.records()}) == 1 for block in taken.parts)
 
 
 def test_the_kernels_outcome_codes_name_the_tables_outcomes() -> None:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sim.engine.connection_table import ColumnBlock, ConnectionRecord, ConnectionTable
 from sim.engine.records import StateInterval
 from sim.engine.row_table import RowTable
-from sim.scenario.merge import _by_project, _ordered_connections, in_runs
+from sim.scenario.merge import _by_project, in_runs
 
 PROJECTS = ("p-a", "p-b", "p-c")
 COMPUTES = {"ep-1": "p-a", "ep-2": "p-a", "ep-3": "p-b", "ep-4": "p-c"}
@@ -106,6 +106,6 @@ def test_connections_take_the_same_order(parts: list) -> None:
             blocks.append([ConnectionRecord(cid, COMPUTES[cid], t, float(next(serial)), 1.0,
                                             "ok", False) for cid, t in p])
     table = ConnectionTable(blocks)
-    ordered = _ordered_connections([table], RANKS, POSITION, COMPUTES)
+    ordered = _by_project(table, RANKS, POSITION, "arrival_s")
     assert list(ordered) == sorted(table, key=lambda r: (RANKS[r.project_id],
                                                          POSITION[r.compute_id], r.arrival_s))
