@@ -30,7 +30,7 @@ _EXPORTS: dict[str, str] = {
     "ScenarioRunError": "sim.scenario.runner",
     "run_scenario": "sim.scenario.runner",
     "run_fleet": "sim.fleet",
-    "open_client": "sim.fleet",
+    "open_client": "sim.cluster",
     # results
     "frames": "sim.metrics",
     "summary": "sim.metrics",

@@ -11,10 +11,12 @@ import socket
 import sys
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sim.process_exit import exit_without_collecting
+from sim.run_text import days, roads_line
 
 if TYPE_CHECKING:
     from sim.api.limits import RateLimit
@@ -59,11 +61,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a scenario; write Parquet tables, summary, charts and report.html to --out."""
-    from sim.fleet import run_fleet
-    from sim.metrics import summary_table
     from sim.results_dir import ResultsExist, check_target, discard, publish, staging_dir, write_run
     from sim.scenario.loader import ScenarioError, load_scenario
-    from sim.scenario.runner import ScenarioRunError
 
     try:
         scenario = load_scenario(args.file)
@@ -76,13 +75,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_target(out, replace=args.force)  # before the run, not after it
     except ResultsExist as err:
         return _fail(str(err))
+    from sim.cluster import started_client  # the workers boot while the modules below load
+
+    cluster = started_client(args.workers, args.scheduler) if args.workers or args.scheduler \
+        else nullcontext()
+    from sim.fleet import run_fleet
+    from sim.metrics import summary_table
+    from sim.scenario.runner import ScenarioRunError
+
     staging = None
     try:
         started = time.perf_counter()
         try:
-            with _progress(args.quiet, f"simulating {scenario.name}") as update:
-                result = run_fleet(args.file, seed=args.seed, workers=args.workers,
-                                   scheduler=args.scheduler, progress=update)
+            with _progress(args.quiet, f"simulating {scenario.name}") as update, \
+                    cluster as client:
+                result = run_fleet(args.file, seed=args.seed, client=client, progress=update)
         except (ScenarioRunError, OSError, TimeoutError) as err:
             return _run_failure(args, err)
         simulated = time.perf_counter() - started
@@ -117,27 +124,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"simulated {days(result.duration_s)} in {simulated:.1f} s; results written in "
           f"{writing:.1f} s to {out}/ ({len(written.charts)} charts, {written.report.name})")
     return 0
-
-
-def days(seconds: float) -> str:
-    """A simulated span in days: "1 day", "0.5 days", "30 days"."""
-    n = seconds / 86_400
-    return f"{n:g} day" if n == 1 else f"{n:g} days"
-
-
-def roads_line(roads: dict[str, int]) -> str:
-    """How many computes each road computed, e.g. "16 computes: 14 by the fleet path,
-    2 by the fleet path but for their scripted calls"."""
-    kernel = {road: n for road, n in roads.items() if not road.startswith("engine: ")}
-    engine = {road.removeprefix("engine: "): n for road, n in roads.items()
-              if road.startswith("engine: ")}
-    parts = [f"{n} by the {road.replace('its scripted', 'their scripted')}"
-             for road, n in kernel.items()]
-    line = f"{sum(roads.values())} computes: " + ", ".join(parts or ["0 by the fleet path"])
-    if engine:
-        why = ", ".join(f"{n} {reason}" for reason, n in engine.items())
-        line += f", {sum(engine.values())} by the SimPy engine ({why})"
-    return line
 
 
 def cmd_plot(args: argparse.Namespace) -> int:

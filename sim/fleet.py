@@ -19,16 +19,16 @@ that has this package installed.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sim.cluster import open_client, worker_count
 from sim.engine.records import RunResult
 from sim.scenario.loader import _parse_yaml, load_scenario, parse_scenario  # the loader's YAML
 from sim.scenario.merge import canonical_result, instance_order
@@ -194,60 +194,6 @@ def run_shard(document: dict[str, Any], base_dir: str | None, seed: int | None,
     instances = [inst for inst in scenario.instances() if inst.key in wanted]
     return run_scenario(scenario, seed=seed, instances=instances,
                         progress=progress_reporter(topic, task))
-
-
-# ---- clusters -----------------------------------------------------------------------------
-
-
-def default_workers() -> int:
-    return max(1, os.cpu_count() or 1)
-
-
-@contextmanager
-def open_client(workers: int | None = None, scheduler: str | None = None) -> Iterator[Any]:
-    """A dask client: on the cluster at `scheduler`, or on an embedded LocalCluster of
-    `workers` single-threaded processes (default: one per CPU) on 127.0.0.1.
-
-    `workers=0` yields None: the functions that take a client then run in this process.
-    """
-    import logging
-
-    from distributed import Client, LocalCluster
-
-    from sim.worker_exit import HeapLeftAtExit
-
-    if scheduler is None and workers == 0:
-        yield None
-        return
-    if scheduler is not None:
-        with Client(scheduler, timeout="20s") as client:
-            yield client
-        return
-    # dashboard off; the scheduler's small HTTP server (health, metrics) takes any free
-    # port instead of 8787, which another cluster on this machine may hold
-    with _worker_environment():
-        cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
-                               processes=True, host="127.0.0.1", dashboard_address=None,
-                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                               silence_logs=logging.ERROR, plugins={HeapLeftAtExit()})
-    with cluster, Client(cluster) as client:
-        yield client
-
-
-def _worker_environment() -> Any:
-    """dask starts its workers with MALLOC_TRIM_THRESHOLD_ set, to hand freed memory back
-    to the system early; setting it also fixes glibc's threshold for mapping large blocks
-    at 128 KiB, so every array a run allocates and frees costs fresh pages: 15 % more CPU
-    for a shard. The embedded cluster's workers keep glibc's own, adaptive thresholds."""
-    import dask
-
-    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
-    environ.pop("MALLOC_TRIM_THRESHOLD_", None)
-    return dask.config.set({"distributed.nanny.pre-spawn-environ": environ})
-
-
-def worker_count(client: Any) -> int:
-    return max(1, sum(client.nthreads().values()))
 
 
 @dataclass

@@ -21,6 +21,7 @@ from rich.table import Table
 from sim.engine.minutes import seconds_of
 from sim.engine.records import RunResult
 from sim.metrics.frames import cold_start_waits, on_intervals, start_timestamp
+from sim.metrics.quantiles import quantiles_in_place
 from sim.rules.states import OperationStatus
 
 #: computes-frame columns summed into the summary under the same (or a clearer) name
@@ -80,11 +81,11 @@ def wake_figures(frames: dict[str, pd.DataFrame] | None, result: RunResult) -> W
     waits in `result.wake_waits` and needs no frame (`frames` may be None)."""
     if result.wake_waits is None:
         assert frames is not None, "a run that kept its wake rows has its waits in the frame"
-        waits = cold_start_waits(frames["wakes"])["wait_s"].to_numpy()
+        waits = cold_start_waits(frames["wakes"])["wait_s"].to_numpy(dtype=float, copy=True)
     else:
         waits = np.concatenate([np.empty(0), *result.wake_waits.values()])
-    # one partition of (maybe tens of millions of) waits for the three
-    return np.quantile(waits, [0.5, 0.99, 1.0]).tolist() if len(waits) else [None] * 3
+    # (maybe tens of millions of) waits, ours to reorder: partitioned around one rank at a time
+    return quantiles_in_place(waits, [0.5, 0.99, 1.0]).tolist() if len(waits) else [None] * 3
 
 
 def _ratio(numerator: float, denominator: float) -> float | None:

@@ -183,11 +183,17 @@ class Bursty(ArrivalProcess):
                     break
                 s, on = switch_at, not on
                 switch_at += means[on] * next(unit_exp)
-            seg_len = np.asarray(lengths)
-            counts = rng.poisson(np.asarray(seg_rates) * seg_len)
-            x = np.repeat(np.asarray(starts), counts) + np.repeat(seg_len, counts) * rng.random(
-                int(counts.sum())
-            )
+            # a period at rate 0 draws nothing (numpy's Poisson returns 0 for a mean of 0
+            # without touching the generator), so only the others are drawn: the same numbers
+            # as drawing them all, and a block that is off throughout costs no draw at all
+            drawn = [j for j, rate in enumerate(seg_rates) if rate > 0]
+            if not drawn:
+                yield b, np.empty(0)
+                continue
+            seg_len = np.asarray([lengths[j] for j in drawn])
+            counts = rng.poisson(np.asarray([seg_rates[j] for j in drawn]) * seg_len)
+            x = np.repeat(np.asarray([starts[j] for j in drawn]), counts) + np.repeat(
+                seg_len, counts) * rng.random(int(counts.sum()))
             x.sort()
             yield b, np.minimum(x, np.nextafter(b, a), out=x)
 

@@ -138,3 +138,22 @@ def test_embedded_workers_exit_without_collecting_their_heap() -> None:
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_a_cluster_started_early_is_the_one_the_run_uses_and_is_closed_after() -> None:
+    """`sim run --workers N` starts its workers before loading the rest: entering waits for
+    them, the client runs in the caller's thread, leaving closes the cluster."""
+    from sim.cluster import started_client
+
+    started = started_client(1)
+    with started as client:
+        assert sum(client.nthreads().values()) == 1
+        address = client.scheduler.address
+        result = run_fleet(QUICKSTART, client=client)
+    assert result.roads  # the run happened on that cluster
+    assert client.status == "closed"
+    never_entered = started_client(1)
+    never_entered.close()  # closing one never entered stops its workers too
+    assert never_entered._cluster.status.name == "closed"
+    assert address.startswith("tcp://127.0.0.1:")
+

@@ -126,6 +126,51 @@ def test_bursty_off_periods_with_no_traffic_are_long_gaps() -> None:
     assert 200 < np.count_nonzero(gaps > 600) < 600
 
 
+def _bursty_drawing_every_period(b: Bursty, g: np.random.Generator, t0: float, t1: float
+                                 ) -> np.ndarray:
+    """The plain reading of a Bursty block: a Poisson count for every period of the block,
+    those at rate 0 included, then the instants."""
+    means = {True: b.mean_on_s, False: b.mean_off_s}
+    rates = {True: b.on_per_hour / HOUR, False: b.off_per_hour / HOUR}
+    on = bool(g.random() < b.p_on)
+    exps = (e for _ in iter(int, 1) for e in g.standard_exponential(256).tolist())
+    switch_at = t0 + means[on] * next(exps)
+    out, a = [], t0
+    while a < t1:
+        end = min(t1, (math.floor(a / BLOCK_S) + 1) * BLOCK_S)
+        starts, lengths, seg_rates, s = [], [], [], a
+        while True:
+            e = min(switch_at, end)
+            if e > s:
+                starts.append(s)
+                lengths.append(e - s)
+                seg_rates.append(rates[on])
+            if switch_at >= end:
+                break
+            s, on = switch_at, not on
+            switch_at += means[on] * next(exps)
+        counts = g.poisson(np.asarray(seg_rates) * np.asarray(lengths))
+        x = np.repeat(starts, counts) + np.repeat(lengths, counts) * g.random(int(counts.sum()))
+        out.append(np.minimum(np.sort(x), np.nextafter(end, a)))
+        a = end
+    return np.concatenate(out) if out else np.empty(0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(on=st.sampled_from([0.0, 4.0, 600.0]), off=st.sampled_from([0.0, 0.0, 3.0]),
+       mean_on=st.floats(60, 4 * HOUR), mean_off=st.floats(60, 3 * DAY),
+       t0=st.floats(0, 2 * DAY), span=st.floats(0, 4 * DAY), seed=st.integers(0, 2**32))
+def test_bursty_skips_drawing_periods_at_rate_zero_without_changing_a_number(
+        on, off, mean_on, mean_off, t0, span, seed) -> None:
+    # numpy draws nothing for a Poisson mean of 0, so a period at rate 0 is not drawn at
+    # all: the instants and what the generator gives next are those of drawing every period
+    b = Bursty(on_per_hour=on, off_per_hour=off, mean_on_s=mean_on, mean_off_s=mean_off)
+    fast, plain = rng(seed), rng(seed)
+    got = b.times(fast, t0, t0 + span)
+    assert np.array_equal(got, _bursty_drawing_every_period(b, plain, t0, t0 + span))
+    assert fast.random() == plain.random()
+
+
 # ---- exact instants ----------------------------------------------------------------------------
 
 
