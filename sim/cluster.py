@@ -3,7 +3,7 @@
 `open_client` gives a client for the run's duration. `started_client` starts the
 same on a thread and hands it over when asked: `sim run --workers N` starts
 its workers first, so that they boot (each a fresh interpreter importing the
-simulator) while the command itself loads its own modules and the scenario.
+simulator) while the command itself loads the modules it needs for the run.
 This module imports nothing heavy at the top, for that reason.
 """
 
