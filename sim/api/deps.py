@@ -14,11 +14,11 @@ from sim.api.server import SimServer
 _bearer = HTTPBearer(auto_error=False, description="authorization: Bearer <API key>")
 
 
-def get_server(request: Request) -> SimServer:
+async def get_server(request: Request) -> SimServer:
     return request.app.state.server
 
 
-def authenticate(
+async def authenticate(
     request: Request,
     server: Annotated[SimServer, Depends(get_server)],
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)] = None,

@@ -36,7 +36,8 @@ Number = Annotated[float, Field(strict=True)]  # a JSON number (integers too), n
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    _documented: dict[str, Any] = PrivateAttr(default_factory=dict)
+    # a default, not a factory: pydantic inspects a factory's signature on every model made
+    _documented: dict[str, Any] = PrivateAttr(default={})  # (copied for each)
 
     @model_validator(mode="wrap")
     @classmethod

@@ -27,6 +27,7 @@ from sim.engine.executor import Executor, Hook
 from sim.engine.ids import IdFactory
 from sim.engine.lifecycle import Lifecycle, is_on
 from sim.engine.model import USER_ID, Branch, Compute, Operation, Project
+from sim.engine.operation_rows import object_rows
 from sim.engine.records import ComputeRow, OperationRow, Recorder, RunResult, summarise_events
 from sim.engine.roles import RoleVerbs
 from sim.engine.row_table import RowTable
@@ -403,11 +404,9 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         rec = self.recorder
         ops: list[RowTable[OperationRow]] = []
         for p in projects.values():
-            mine = [OperationRow(o.id, o.project_id, o.branch_id, o.endpoint_id, o.action,
-                                 o.status, o.failures_count, o.created_at, o.updated_at,
-                                 o.total_duration_ms, o.error) for o in p.operations]
-            project_ops = RowTable(OperationRow, [mine, *rec.operation_rows.get(p.id, ())])
-            if mine and len(project_ops) > len(mine):
+            mine = [object_rows(p.id, p.operations)] if p.operations else []
+            project_ops = RowTable(OperationRow, [*mine, *rec.operation_rows.get(p.id, ())])
+            if mine and len(project_ops) > len(mine[0]):
                 # the kernel's are stamped after those the project had, but merged by stamp
                 # all the same (a stable sort, as the engine's are in order already)
                 project_ops = project_ops.take(

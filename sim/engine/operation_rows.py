@@ -11,6 +11,7 @@ objects (`sim.scenario.fleetpath_run.file_operations`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from sim.engine.row_table import RowBlock, filled
 
 if TYPE_CHECKING:
     from sim.engine.control_plane import ControlPlane
-    from sim.engine.model import Project
+    from sim.engine.model import Operation, Project
 
 
 @dataclass
@@ -71,8 +72,7 @@ def file_rows(cp: ControlPlane, project: Project, parts: list[OperationColumns])
     created_s = stamped / 1_000_000
     updated = cat["updated"][order]
     finished = cat["finished"][order]
-    end = np.where(np.isnan(finished), updated, finished)
-    total_ms = np.maximum(0, np.round((end - created_s) * 1000)).astype(np.int64)
+    total_ms = _duration_ms(created_s, np.where(np.isnan(finished), updated, finished))
     failures = cat["failures"][order]
 
     def column(name: str) -> np.ndarray:
@@ -90,6 +90,36 @@ def file_rows(cp: ControlPlane, project: Project, parts: list[OperationColumns])
             "updated_s": updated, "total_duration_ms": total_ms, "error": errors}))
 
 
+def object_rows(project_id: str, ops: Sequence[Operation]) -> RowBlock[OperationRow]:
+    """A project's operations held as objects (the engine's), as a block of rows: each
+    field read once per operation, the derived ones (created_s, total_duration_ms) computed
+    over the columns as `Operation` computes them one by one."""
+    n = len(ops)
+
+    def strings(name: str) -> np.ndarray:
+        out = np.empty(n, object)
+        out[:] = [getattr(op, name) for op in ops]
+        return out
+
+    created_s = np.fromiter((op.created_us for op in ops), np.int64, n) / 1_000_000
+    updated = np.fromiter((op.updated_at for op in ops), np.float64, n)
+    end = np.fromiter((updated_at if finished is None else finished
+                       for updated_at, finished in ((op.updated_at, op.finished_at)
+                                                    for op in ops)), np.float64, n)
+    return RowBlock(OperationRow, n, {
+        "id": strings("id"), "project_id": project_id, "branch_id": strings("branch_id"),
+        "endpoint_id": strings("endpoint_id"), "action": strings("action"),
+        "status": strings("status"),
+        "failures_count": np.fromiter((op.failures_count for op in ops), np.int64, n),
+        "created_s": created_s, "updated_s": updated,
+        "total_duration_ms": _duration_ms(created_s, end), "error": strings("error")})
+
+
+def _duration_ms(created_s: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """`Operation.total_duration_ms` over columns: max(0, round((end - created) * 1000))."""
+    return np.maximum(0, np.round((end - created_s) * 1000)).astype(np.int64)
+
+
 def _objects(values: Any, n: int) -> np.ndarray:
     if isinstance(values, np.ndarray):
         return values
@@ -100,4 +130,4 @@ def _objects(values: Any, n: int) -> np.ndarray:
     return filled(n, values)
 
 
-__all__ = ["OperationColumns", "file_rows", "stamps"]
+__all__ = ["OperationColumns", "file_rows", "object_rows", "stamps"]

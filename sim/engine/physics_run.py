@@ -228,15 +228,21 @@ def settled(adv: Advanced) -> bool:
             and i[k.OP_EVT_KIND] == 0 and i[k.WAITING] == 0)
 
 
-def give_to_engine(cp: ControlPlane, adv: Advanced) -> list[Operation]:
+def give_to_engine(cp: ControlPlane, adv: Advanced, rank: int | None = None
+                   ) -> list[Operation] | OperationColumns | None:
     """Write what the kernel computed (`advance_to_call`) into `cp` and hand the compute's
     state to its per-session runtime, which the engine runs from now on. Returns the
-    kernel's operations (not filed)."""
+    kernel's operations (not filed): objects, or with `rank` (its branch's check rank)
+    columns, which no call can look at (None when events are not recorded)."""
     c, out = adv.compute, adv.out
     f, i = out["f"], out["i"]
     rt = c.runtime
     assert rt is not None and settled(adv)
-    ops = apply_advanced(cp, adv, engine_next=True)
+    ops: list[Operation] | OperationColumns | None
+    if rank is None:
+        ops = apply_advanced(cp, adv, engine_next=True)
+    else:
+        ops = operation_columns(cp, adv, rank) if _apply_rows(cp, adv, True) else None
     now = cp.now
     c.current_state, c.pending_state, c.cu = _STATES[int(i[k.CUR])], None, float(f[k.CU])
     rt.open_ends = out["open_f"].tolist()
@@ -344,8 +350,12 @@ def apply_advanced(cp: ControlPlane, adv: Advanced, engine_next: bool = False
 def apply_advanced_to_end(cp: ControlPlane, adv: Advanced, rank: int) -> OperationColumns | None:
     """`apply_advanced` for a compute the kernel ran to the end of the run: its operations
     as columns (`sim.engine.operation_rows`), None when events are not recorded."""
-    if not _apply_rows(cp, adv, False):
-        return None
+    return operation_columns(cp, adv, rank) if _apply_rows(cp, adv, False) else None
+
+
+def operation_columns(cp: ControlPlane, adv: Advanced, rank: int) -> OperationColumns:
+    """The compute's operations as columns (`sim.engine.operation_rows`), ids drawn in
+    creation order; `rank`: its branch's availability-check rank."""
     c, out = adv.compute, adv.out
     n = int(out["i"][k.N_OPS])
     status = out["op_status"][:n]
@@ -470,4 +480,5 @@ def _operations(cp: ControlPlane, adv: Advanced) -> list[Operation]:
 
 __all__ = ["Advanced", "Gates", "Handover", "Sessions", "Tie", "advance_compute", "advance_to_call",
            "apply_advanced", "apply_advanced_to_end", "can_resume", "give_to_engine", "hand_over",
+           "operation_columns",
            "op_order", "resume_compute", "settled"]

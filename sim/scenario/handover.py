@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sim.engine.control_plane import ControlPlane
 from sim.engine.kernel import timeout_at
 from sim.engine.model import Compute
+from sim.engine.operation_rows import OperationColumns, file_rows
 from sim.engine.physics_run import (
     Handover,
     Tie,
@@ -31,7 +32,7 @@ from sim.engine.physics_run import (
     op_order,
     settled,
 )
-from sim.engine.storage_replay import settle_storage, storage_operations
+from sim.engine.storage_replay import settle_storage, storage_columns, storage_operations
 from sim.scenario.references import body_references, parse_reference
 from sim.scenario.schema import Scenario
 
@@ -150,16 +151,25 @@ def schedule_calls(cp: ControlPlane, scenario: Scenario, projects: dict[str, str
     before the call (scheduled ahead of every call), give its computes to the engine if
     the kernel holds them (from creation up to the first call; from a hand-over after an
     earlier call), or put it in `back` when that cannot be done exactly."""
+    as_rows = not reads_operations(scenario)
     for key, instants in sorted(call_instants(scenario).items()):
         if key in projects:
             for i, at in enumerate(instants):
                 ev = timeout_at(cp.env, at)
                 ev.callbacks.append(lambda _ev, pid=projects[key], first=i == 0:
-                                    _give(cp, pid, workloads, taken, back, first))
+                                    _give(cp, pid, workloads, taken, back, first, as_rows))
+
+
+def reads_operations(scenario: Scenario) -> bool:
+    """Whether a scripted call may read operations back (a list of them, or one). Only then
+    are the kernel's operations of a project the engine holds around a call kept as
+    objects; otherwise they go straight to rows, as nobody will ask for them."""
+    return any("operations" in action.path.partition("?")[0].split("/")
+               for action in scenario.actions)
 
 
 def _give(cp: ControlPlane, project_id: str, workloads: NamedWorkloads,
-          taken: dict[str, Taken], back: dict[str, str], first: bool) -> None:
+          taken: dict[str, Taken], back: dict[str, str], first: bool, as_rows: bool) -> None:
     from sim.scenario.fleetpath_run import HandBack as Unresolved
     from sim.scenario.fleetpath_run import _check_rank, file_operations, segment_to_call
 
@@ -184,16 +194,23 @@ def _give(cp: ControlPlane, project_id: str, workloads: NamedWorkloads,
     except (HandBack, Unresolved, Tie) as err:
         back[project_id] = str(err)
         return
-    created = []
-    for adv in advanced:
-        ops = give_to_engine(cp, adv)
-        if ops:  # none are built when events are not recorded
-            created += [(t, sched, _check_rank(cp, adv.compute), j, op)
-                        for j, ((t, sched), op) in enumerate(zip(op_order(adv), ops, strict=True))]
-    if cp.config.record_events:
-        created += [(*order, op) for order, op in storage_operations(cp, project, replayed)]
-    if created:
-        file_operations(cp, project_id, created)
+    if as_rows:
+        parts = [give_to_engine(cp, adv, _check_rank(cp, adv.compute)) for adv in advanced]
+        if cp.config.record_events:
+            file_rows(cp, project, [*(p for p in parts if isinstance(p, OperationColumns)),
+                                    storage_columns(cp, project, replayed)])
+    else:
+        created = []
+        for adv in advanced:
+            ops = give_to_engine(cp, adv)
+            if ops:  # none are built when events are not recorded
+                rank = _check_rank(cp, adv.compute)
+                created += [(t, sched, rank, j, op) for j, ((t, sched), op)
+                            in enumerate(zip(op_order(adv), ops, strict=True))]
+        if cp.config.record_events:
+            created += [(*order, op) for order, op in storage_operations(cp, project, replayed)]
+        if created:
+            file_operations(cp, project_id, created)
     settle_storage(cp, project, replayed)
     cp.kernel_storage.discard(project_id)
     for adv in advanced:  # its branch's availability checks are the engine's again

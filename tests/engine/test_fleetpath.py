@@ -100,6 +100,8 @@ def random_scenario(seed: int) -> dict:
     if rng.random() < 0.3:  # a scripted call: its project runs in the SimPy engine
         doc["actions"] = [{"at": "3h", "call": "PATCH /projects/{t0[0]}/endpoints/{t0[0].main.read_write}",
                            "body": {"endpoint": {"suspend_timeout_seconds": 60}}}]
+        if rng.random() < 0.5:  # one that reads operations back: they are then kept as objects
+            doc["actions"].append({"at": "4h", "call": "GET /projects/{t0[0]}/operations"})
     return doc
 
 

@@ -142,8 +142,9 @@ def test_a_wake_skips_a_queued_archive_and_waits_for_the_detach_then_the_reattac
     assert max(waits) > 3600  # waited for the detach's two hours
 
 
-def with_calls(doc: dict, duration_h: int) -> dict:
-    """The first project named by two scripted calls, a third and two thirds of the way in."""
+def with_calls(doc: dict, duration_h: int, read_back: bool = False) -> dict:
+    """The first project named by two scripted calls, a third and two thirds of the way in;
+    `read_back`: the first is followed at once by a call that lists its operations."""
     path = "/projects/{s0[0]}/endpoints/{s0[0].main.read_write}"
     doc["actions"] = [
         {"at": f"{duration_h // 3}h", "call": f"PATCH {path}",
@@ -151,6 +152,9 @@ def with_calls(doc: dict, duration_h: int) -> dict:
         {"at": f"{2 * duration_h // 3}h", "call": f"PATCH {path}",
          "body": {"endpoint": {"suspend_timeout_seconds": 60}}},
     ]
+    if read_back:
+        doc["actions"].append({"at": f"{duration_h // 3}h",
+                               "call": "GET /projects/{s0[0]}/operations?limit=100"})
     return doc
 
 
@@ -168,9 +172,9 @@ def test_a_project_named_by_two_calls_is_the_kernels_between_them(
 
     monkeypatch.setattr(handover, "hand_over", spy)
     doc = storage_scenario(seed)
-    doc = with_calls(doc, int(doc["duration"].removesuffix("h")))
+    doc = with_calls(doc, int(doc["duration"].removesuffix("h")), read_back=seed % 2 == 1)
     result = assert_same_tables(parse_scenario(doc))
-    first, second = (a["at"] for a in doc["actions"])
+    second = doc["actions"][1]["at"]
     assert result.roads.get("fleet path but for its scripted calls", 0) > 0 or fallbacks
     if not fallbacks:  # taken back after each call: once before the second, once after it
         hours = sorted({t // 3600 for t in taken})
