@@ -258,11 +258,8 @@ def give_to_engine(cp: ControlPlane, adv: Advanced, rank: int | None = None
     rt.wake_at, rt.waiting = None, []
     rt.open_records = adv.open_records
     start = int(i[k.NEXT_ARR])
-    s = adv.sessions
     rt.consumed = start
-    rt.feed = iter([SessionArrays(s.arrival_s[start:].tolist(), s.duration_s[start:].tolist(),
-                                  s.cpu[start:].tolist(), s.memory_gb[start:].tolist(),
-                                  s.temp_bytes[start:].tolist())])
+    rt.feed = RestOfSessions(adv.sessions, start)
     rt._next_batch()
     rt.external = False
     rt.armed_at = INF
@@ -271,6 +268,29 @@ def give_to_engine(cp: ControlPlane, adv: Advanced, rank: int | None = None
         ev = timeout_at(cp.env, max(float(f[k.FIRE_T]), now))
         ev.callbacks.append(lambda _ev: rt._fire(at))
     return ops
+
+
+class RestOfSessions:
+    """The sessions of a workload from one on, as the runtime's batches, a few at a time:
+    the engine holds a compute only until the kernel can take it back, so most of the rest
+    is never asked for (and need not become lists). Picklable, as the runtime's feed is."""
+
+    BATCH = 64
+
+    def __init__(self, sessions: Sessions, start: int):
+        self.sessions, self.start = sessions, start
+
+    def __iter__(self) -> RestOfSessions:
+        return self
+
+    def __next__(self) -> SessionArrays:
+        s, a = self.sessions, self.start
+        if a >= len(s.arrival_s):
+            raise StopIteration
+        b = self.start = a + self.BATCH
+        return SessionArrays(s.arrival_s[a:b].tolist(), s.duration_s[a:b].tolist(),
+                             s.cpu[a:b].tolist(), s.memory_gb[a:b].tolist(),
+                             s.temp_bytes[a:b].tolist())
 
 
 def can_resume(cp: ControlPlane, c: Compute, next_tick: float | None) -> bool:

@@ -136,6 +136,18 @@ class SpreadProcess(ArrivalProcess):
     def anchors(self, lo: float, hi: float) -> np.ndarray:
         """Sorted anchors in [lo, hi), an anchor repeated once per arrival it carries."""
 
+    def times(self, rng: np.random.Generator, t0: float, t1: float) -> np.ndarray:
+        # the blocks' anchors are the slices of these, and a block's draws follow the
+        # previous block's: drawn at once, the very numbers of the blocks, sorted alike
+        check_window(t0, t1)
+        if t0 == t1:
+            return EMPTY.copy()
+        x = self.anchors(t0 - self.spread, t1)
+        if self.spread > 0:
+            x = x + self.spread * rng.random(x.size)
+        x = np.sort(x)
+        return x[(x >= t0) & (x < t1)]
+
     def _blocks(self, rng: np.random.Generator, t0: float, t1: float) -> Iterator[Block]:
         carry = EMPTY
         for i, (a, b) in enumerate(grid(t0, t1)):

@@ -237,8 +237,10 @@ def test_replay_refuses_bad_rows_with_their_line(tmp_path: Path, text: str, frag
 @pytest.mark.parametrize("chunk_s", [600.0, 7_777.7, DAY, 3.5 * DAY, 1e9])
 def test_chunk_size_does_not_change_the_stream(kind: str, chunk_s: float) -> None:
     process, t0, t1 = KINDS[kind], 1_000.0, 5 * DAY
-    whole = process.times(rng(12), t0, t1)
-    parts = list(chunks(process, rng(12), t0, t1, chunk_s))
+    at_once, by_chunk = rng(12), rng(12)
+    whole = process.times(at_once, t0, t1)
+    parts = list(chunks(process, by_chunk, t0, t1, chunk_s))
+    assert at_once.random() == by_chunk.random()  # the same draws, to the last
     assert len(parts) == math.ceil((t1 - t0) / chunk_s)
     for j, part in enumerate(parts):  # the j-th array belongs to the j-th window
         lo = t0 + j * chunk_s
