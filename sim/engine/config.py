@@ -14,6 +14,7 @@ from sim.rules.operations import Action
 from sim.workload.distributions import Distribution
 
 DAY = 86_400.0
+_INSTANT = Distribution.fixed(0.0)  # an action without a duration of its own (frozen: shared)
 
 
 def _default_operation_durations() -> dict[Action, Distribution]:
@@ -83,4 +84,4 @@ class EngineConfig:
     def duration_of(self, action: Action) -> Distribution:
         if action is Action.START_COMPUTE:
             return self.cold_start
-        return self.operation_durations.get(action, Distribution.fixed(0.0))
+        return self.operation_durations.get(action, _INSTANT)
