@@ -69,7 +69,10 @@ class _Dispatcher:
             elif message["type"] == "http.response.body":
                 parts.append(message.get("body", b""))
 
-        await self.app(scope, receive, send)
+        try:
+            await self.app(scope, receive, send)
+        except Exception:  # noqa: S110  # answered already (a 500 with its error body): the
+            pass           # server-error layer raises again after, for a server's log
         return status, b"".join(parts)
 
 
