@@ -12,6 +12,7 @@ the per-minute sums and the cold-start waits are kept.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -95,14 +96,20 @@ def _distribution(d: Distribution) -> tuple[int, float, float]:
     return k.LOGNORMAL, math.log(d.mean_s) - d.sigma**2 / 2.0, d.sigma
 
 
-def _durations(cp: ControlPlane) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def durations_of(cp: ControlPlane, actions: Sequence[Action]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The durations of `actions` as the kernels draw them: kind codes and two parameters."""
     kinds, a, b = [], [], []
-    for code in (k.START, k.SUSPEND, k.CHECK):
-        kind, x, y = _distribution(cp.config.duration_of(_ACTIONS[code]))
+    for action in actions:
+        kind, x, y = _distribution(cp.config.duration_of(action))
         kinds.append(kind)
         a.append(x)
         b.append(y)
     return np.array(kinds, dtype=np.int64), np.array(a), np.array(b)
+
+
+def _durations(cp: ControlPlane) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return durations_of(cp, [_ACTIONS[code] for code in (k.START, k.SUSPEND, k.CHECK)])
 
 
 def _params(cp: ControlPlane, c: Compute, start: float, until: float,

@@ -228,10 +228,12 @@ def _same_gates(a: Gates | None, b: Gates | None) -> bool:
 def _check_storage_instants(advanced: list[Advanced], replayed: Replayed) -> None:
     """A detach or archive made at the very instant a compute made an operation, by events
     scheduled at one instant too: which came first is not known here."""
-    by_clocks = [op.order[:2] for op in replayed.ops if op.order[2] < 0]
-    if not by_clocks:
+    order = replayed.ops.order
+    rung = order[order[:, 2] < 0]
+    if not len(rung):
         return
-    instants = np.array([t for t, _ in by_clocks])
+    by_clocks = list(zip(rung[:, 0].tolist(), rung[:, 1].tolist(), strict=True))
+    instants = rung[:, 0]
     made = {key for adv in advanced for key in op_order(adv, at=instants)}
     if any(key in made for key in by_clocks):
         raise HandBack("storage work made at the instant of a compute's operation")

@@ -19,6 +19,8 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from sim.engine.control_plane import ControlPlane
 from sim.engine.kernel import timeout_at
 from sim.engine.model import Compute
@@ -187,7 +189,7 @@ def _give(cp: ControlPlane, project_id: str, workloads: NamedWorkloads,
         advanced, replayed = segment_to_call(cp, project, workloads, pending)
         if not all(settled(adv) for adv in advanced):
             raise HandBack("busy at the instant of a scripted call")
-        if any(op.done_at >= cp.now for op in replayed.ops):
+        if np.any(replayed.ops.done_at >= cp.now):
             raise HandBack("storage work underway at the instant of a scripted call")
         timers = _idle_timers(cp, project, replayed.idle_since,
                               project.created_at if pending is None else pending.at)

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sim.scenario.runner as runner
-from sim.engine.storage_replay import _stretches
+from sim.engine.storage_kernel import clocks
 from sim.scenario.loader import load_scenario, parse_scenario
 
 from .test_fleetpath import canonical, random_compute, random_distribution
@@ -181,19 +181,66 @@ def test_a_project_named_by_two_calls_is_the_kernels_between_them(
         assert any(h < int(second[:-1]) for h in hours) and hours[-1] >= int(second[:-1]), hours
 
 
+def quiet_on_a_grid(spans: list[tuple[int, int]], since: int | None, until: int
+                    ) -> list[tuple[int, int]]:
+    """Quiet stretches counted cell by cell: the runs of [u, u + 1) no span covers, the
+    first one from `since` (none before the first span without it)."""
+    covered = [any(s <= u < e for s, e in spans) for u in range(until)]
+    runs, u = [], 0
+    while u < until:
+        if covered[u]:
+            u += 1
+            continue
+        v = u
+        while v < until and not covered[v]:
+            v += 1
+        runs.append((u, v))
+        u = v
+    first = min((s for s, _ in spans), default=until)
+    runs = [(q, r) for q, r in runs if q >= first]  # before the first span: since's
+    if since is not None:
+        runs.insert(0, (since, first)) if since < first else None
+    return runs
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(0, 40), max_size=12), st.one_of(st.none(), st.integers(0, 5)),
-       st.booleans())
-def test_one_computes_spans_need_no_sort(marks: list[int], since: int | None, open_: bool
-                                         ) -> None:
-    """A compute's own on-spans are in order and apart, so its quiet stretches come
-    without sorting them or taking the running reach: the same stretches either way."""
-    cuts = np.unique(np.array(marks, dtype=np.float64) + 6.0)  # on/off instants, in order
-    if open_ and len(cuts) % 2 == 0:
-        cuts = cuts[:-1]
-    if len(cuts) % 2:
-        cuts = np.append(cuts, 50.0)  # the last span runs to the end
-    starts, ends = cuts[0::2], cuts[1::2]
-    general = _stretches(starts, ends, since, 60.0)
-    alone = _stretches(starts, ends, since, 60.0, one=True)
-    assert all(np.array_equal(a, b) for a, b in zip(general, alone, strict=True))
+@given(st.lists(st.tuples(st.lists(st.integers(1, 58), max_size=8), st.integers(1, 2)),
+                min_size=1, max_size=3),
+       st.one_of(st.none(), st.integers(0, 1)), st.integers(1, 30))
+def test_idle_clocks_ring_after_a_whole_quiet_period(computes, since, after) -> None:
+    """The clocks of the project (every compute) and of two branches, from the computes'
+    spans, against quiet stretches counted cell by cell: where each clock stands at the
+    end, and each ring (a stretch quiet for a whole period, ringing before it ends)."""
+    until = 60
+    span_comp, starts, ends, holder = [], [], [], []
+    for c, (marks, branch) in enumerate(computes):
+        cuts = sorted(set(marks))
+        if len(cuts) % 2:
+            cuts.append(until)  # the last span runs to the end
+        for s, e in zip(cuts[0::2], cuts[1::2], strict=True):
+            span_comp.append(c)
+            starts.append(s)
+            ends.append(e)
+        holder.append(branch)
+    tie, idle, ring_t, ring_since, ring_holder = clocks(
+        float(until), np.nan, np.array([np.nan if since is None else since] * 3),
+        np.array([after, after, np.nan]), np.array(holder, dtype=np.int64),
+        np.array(span_comp, dtype=np.int64), np.array(starts, dtype=np.float64),
+        np.array(ends, dtype=np.float64))
+    expected_rings = []
+    for h in range(3):
+        spans = [(s, e) for s, e, c in zip(starts, ends, span_comp, strict=True)
+                 if h == 0 or holder[c] == h]
+        runs = quiet_on_a_grid(spans, since, until)
+        last = runs[-1][0] if runs and runs[-1][1] == until else None
+        assert (np.isnan(idle[h]) if last is None else idle[h] == last), (h, runs, idle)
+        if h < 2:
+            expected_rings += [(q + after, q, h) for q, r in runs
+                               if q + after < r and q + after < until]
+    expected_tie = any(q + after == r < until for h in range(2) for q, r in quiet_on_a_grid(
+        [(s, e) for s, e, c in zip(starts, ends, span_comp, strict=True)
+         if h == 0 or holder[c] == h], since, until))
+    assert bool(tie) == expected_tie
+    if not tie:
+        got = list(zip(ring_t.tolist(), ring_since.tolist(), ring_holder.tolist(), strict=True))
+        assert got == sorted(expected_rings)

@@ -1,0 +1,373 @@
+"""The storage lane's replay, compiled: idle clocks, rings, wakes and the lane in one call.
+
+`sim.engine.storage_replay` says what is replayed and why; this is the walk
+itself, on plain arrays. A project's holders of idle clocks are numbered: 0 is
+the project (its detach clock), 1.. its branches in order (their archive
+clocks). The lane's operations run one at a time, in the order they were
+submitted, as the engine's executor runs a lane; a wake supersedes queued
+detach and archive work, brings the storage back first, and waits for
+everything on the lane.
+
+numba earns its place here for the same reason as in the compute kernel: the
+walk is sequential (each step depends on the lane as the steps before left
+it), and a project replays twice or more per run, so in Python its fixed cost
+(a few hundred microseconds) outweighed the work.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from sim.engine.physics import _draw
+
+INF = math.inf
+# the lane's actions, by code
+DETACH, REATTACH, ARCHIVE, UNARCHIVE = 0, 1, 2, 3
+# an operation's status while replayed
+SCHEDULING, RUNNING, FAILED, FINISHED, SKIPPED = 0, 1, 2, 3, 4
+# why the replay cannot say what the engine does (0: it can)
+TIE_RING_AT_WAKE, TIE_RING_AT_HANDOVER, TIE_QUIET_AT_WAKE, TIE_LANE_AT_EVENT = 1, 2, 3, 4
+# the lane's pending event
+DONE, RETRY = 0, 1
+
+
+@njit(cache=True)
+def _sorted_by(keys, n):
+    """Positions 0..n-1 in lexicographic order of the keys (most significant first), ties
+    kept in position order: sorted on the first key, then put right by insertion (the
+    other keys tell apart only what shares an instant, which is rare)."""
+    first = keys[0]
+    order = np.argsort(first)
+    for x in range(1, n):
+        v = order[x]
+        y = x - 1
+        while y >= 0 and _before(keys, v, order[y]):
+            order[y + 1] = order[y]
+            y -= 1
+        order[y + 1] = v
+    return order
+
+
+@njit(cache=True, inline="always")
+def _before(keys, a, b):
+    for key in keys:
+        if key[a] != key[b]:
+            return key[a] < key[b]
+    return a < b
+
+
+@njit(cache=True)
+def clocks(until, start_at, since0, after, comp_holder, span_comp, span_start, span_end):
+    """The idle clocks: per holder, whether quiet at `until` and since when (NaN: on), and
+    the instants they ring (ring, since, holder) in the engine's order. `since0`: quiet
+    already at the start (NaN: not); `after`: the clock's period (NaN: no clock);
+    `start_at`: the hand-over the replay starts from (NaN: the computes' creation), the
+    rings before which the engine took. Returns (tie code, idle_since, ring_t, ring_since,
+    ring_holder)."""
+    nh = len(since0)
+    idle = np.full(nh, np.nan)
+    cap = 2 * len(span_start) + nh + 1
+    ring_t = np.empty(cap)
+    ring_since = np.empty(cap)
+    ring_holder = np.empty(cap, np.int64)
+    nr = 0
+    tie = 0
+    by_start = np.argsort(span_start)
+    qs = np.empty(len(span_start) + 1)
+    rs = np.empty(len(span_start) + 1)
+    for h in range(nh):
+        # stretch candidates: (since, first start), (reach_i, start_{i+1}), (reach_last, until)
+        since = since0[h]
+        nq = 0
+        if not math.isnan(since):
+            qs[0] = since
+            nq = 1
+        reach = np.nan
+        for s in by_start:
+            if h != 0 and comp_holder[span_comp[s]] != h:
+                continue
+            if nq > 0:
+                rs[nq - 1] = span_start[s]
+            reach = span_end[s] if math.isnan(reach) else max(reach, span_end[s])
+            qs[nq] = reach
+            nq += 1
+        if nq > 0:
+            rs[nq - 1] = until
+        last_q = np.nan
+        last_r = np.nan
+        for x in range(nq):
+            q, r = qs[x], rs[x]
+            if not r > q:
+                continue
+            last_q, last_r = q, r
+            if math.isnan(after[h]):
+                continue
+            ring = q + after[h]
+            if ring == r and r < until and tie == 0:
+                tie = TIE_RING_AT_WAKE
+            if not math.isnan(start_at) and ring == start_at and tie == 0:
+                tie = TIE_RING_AT_HANDOVER
+            if ring < r and ring < until and (math.isnan(start_at) or ring > start_at):
+                ring_t[nr] = ring
+                ring_since[nr] = q
+                ring_holder[nr] = h
+                nr += 1
+        if not math.isnan(last_q) and last_r == until:
+            idle[h] = last_q
+    ring_t, ring_since, ring_holder = ring_t[:nr], ring_since[:nr], ring_holder[:nr]
+    order = _sorted_by((ring_t, ring_since, ring_holder.astype(np.float64)), nr)
+    return tie, idle, ring_t[order], ring_since[order], ring_holder[order]
+
+
+# an operation's columns: floats (its order among the project's operations made at one
+# instant: instant (= created), when scheduled, check rank, position) and integers
+O_T, O_SCHED, O_RANK, O_POS, O_UPDATED, O_STARTED, O_FINISHED, O_RETRY, O_DONE = range(9)
+I_ACTION, I_HOLDER, I_STATUS, I_FAILURES = range(4)
+
+
+@njit(cache=True)
+def _new_op(of, oi, no, action, holder, t, sched, rank, pos):
+    """Submit an operation (scheduling) as row `no`, growing the columns when full."""
+    if no == len(of):
+        grown_f = np.empty((2 * no, of.shape[1]))
+        grown_f[:no] = of
+        grown_i = np.empty((2 * no, oi.shape[1]), np.int64)
+        grown_i[:no] = oi
+        of, oi = grown_f, grown_i
+    of[no, O_T], of[no, O_SCHED], of[no, O_RANK], of[no, O_POS] = t, sched, rank, pos
+    of[no, O_UPDATED] = t
+    of[no, O_STARTED] = of[no, O_FINISHED] = of[no, O_RETRY] = np.nan
+    of[no, O_DONE] = INF
+    oi[no, I_ACTION], oi[no, I_HOLDER], oi[no, I_STATUS], oi[no, I_FAILURES] = (
+        action, holder, SCHEDULING, 0)
+    return of, oi
+
+
+@njit(cache=True)
+def _start(k, t, flags, of, oi, dur_kind, dur_a, dur_b, rng):
+    """The head of the lane starts (its effect on the flags at once) and its first attempt
+    is drawn; returns the lane's pending event."""
+    oi[k, I_STATUS] = RUNNING
+    of[k, O_UPDATED] = of[k, O_STARTED] = t
+    a = oi[k, I_ACTION]
+    if a == DETACH:
+        flags[0] = True
+    elif a == ARCHIVE:
+        flags[oi[k, I_HOLDER]] = True
+    return t + _draw(rng, dur_kind[a], dur_a[a], dur_b[a]), t, DONE
+
+
+@njit(cache=True)
+def replay(until, start_at, since0, after, flag0, default_holder, comp_holder, comp_rank,
+           span_comp, span_start, span_end, span_closed, op_comp, op_j, op_action, op_created,
+           op_sched, start_code, dur_kind, dur_a, dur_b, fail_rate, backoff, rng):
+    """Replay the project's storage lane to `until`.
+
+    Holders (0: the project, 1..: its branches): `since0`, `after` as for `clocks`,
+    `flag0` detached (holder 0) or archived at the start; `default_holder`: the project's
+    default branch. Computes: their holder and check rank; their spans (on over
+    [start, end), `span_closed` False for one still open at `until`) and their
+    operations (`op_comp`, `op_j` its position among the compute's, action, created,
+    scheduled at; `start_code` the action code of a wake's start_compute). The lane's
+    durations by action code (`dur_*`, as the compute kernel draws them), its failure
+    rate and retry backoff; `rng` the project's own stream.
+
+    Returns (tie, idle_since, flags at the end, the operations' float and integer
+    columns (O_*, I_*), gates: compute, at, until in wake order)."""
+    tie, idle, ring_t, ring_since, ring_holder = clocks(
+        until, start_at, since0, after, comp_holder, span_comp, span_start, span_end)
+    nh = len(since0)
+    flags = flag0.copy()
+    of = np.empty((len(ring_t) + 8, 9))
+    oi = np.empty((len(ring_t) + 8, 4), np.int64)
+    no = 0
+    g_comp = np.empty(0, np.int64)
+    g_at = np.empty(0)
+    g_until = np.empty(0)
+    lane_empty = len(ring_t) == 0  # nothing rings and nothing is gone: the lane stays empty
+    for h in range(nh):
+        if flags[h]:
+            lane_empty = False
+    if tie or lane_empty:
+        return tie, idle, flags, of[:0], oi[:0], g_comp, g_at, g_until
+    # the wakes: every start_compute of the computes, in the engine's order
+    nw = 0
+    for x in range(len(op_action)):
+        if op_action[x] == start_code:
+            nw += 1
+    w_t = np.empty(nw)
+    w_sched = np.empty(nw)
+    w_rank = np.empty(nw)
+    w_j = np.empty(nw)
+    w_comp = np.empty(nw, np.int64)
+    y = 0
+    for x in range(len(op_action)):
+        if op_action[x] == start_code:
+            w_t[y] = op_created[x]
+            w_sched[y] = op_sched[x]
+            w_rank[y] = comp_rank[op_comp[x]]
+            w_j[y] = op_j[x]
+            w_comp[y] = op_comp[x]
+            y += 1
+    order = _sorted_by((w_t, w_sched, w_rank, w_j), nw)
+    w_t, w_sched, w_rank, w_j, w_comp = (w_t[order], w_sched[order], w_rank[order], w_j[order],
+                                         w_comp[order])
+    # a compute going quiet at the instant of another's wake: their order is not known
+    ends = np.sort(span_end[span_closed])
+    z = 0
+    for y in range(nw):
+        while z < len(ends) and ends[z] < w_t[y]:
+            z += 1
+        if z < len(ends) and ends[z] == w_t[y]:
+            return TIE_QUIET_AT_WAKE, idle, flags, of[:0], oi[:0], g_comp, g_at, g_until
+    g_comp = np.empty(nw, np.int64)
+    g_at = np.empty(nw)
+    g_until = np.empty(nw)
+    ng = 0
+    # each holder's wakes (positions in the table), for the next one on an archived branch
+    w_holder = np.empty(nw, np.int64)
+    for y in range(nw):
+        w_holder[y] = comp_holder[w_comp[y]]
+    by_holder = np.argsort(w_holder, kind="mergesort")
+    first_of = np.searchsorted(w_holder[by_holder], np.arange(nh + 1))
+    lane = np.empty(2 * nw + len(ring_t) + 1, np.int64)
+    ln = 0
+    # what each gated wake waits for: the lane as it stood, in a growing buffer
+    snap = np.empty(64, np.int64)
+    n_snap = 0
+    snap_at = np.empty(nw + 1, np.int64)
+    ev_t = INF  # the lane's one pending event (the head's attempt or retry)
+    ev_sched = 0.0
+    ev_kind = DONE
+    x = 0
+    r = 0
+    nr = len(ring_t)
+    while True:
+        # the next wake that meets storage work; the wakes before it change nothing
+        if ln > 0 or flags[0]:
+            y = x
+        else:
+            y = nw
+            for h in range(1, nh):
+                if flags[h]:
+                    lo, hi = first_of[h], first_of[h + 1]
+                    at = lo + np.searchsorted(by_holder[lo:hi], x)
+                    if at < hi and by_holder[at] < y:
+                        y = by_holder[at]
+        # each source's next event as (instant, when scheduled, source): the engine takes
+        # events at one instant in the order they were scheduled
+        t, sched, source = INF, INF, -1
+        if y < nw:
+            t, sched, source = w_t[y], w_sched[y], 0
+        if r < nr and (ring_t[r] < t or (ring_t[r] == t and ring_since[r] < sched)):
+            t, sched, source = ring_t[r], ring_since[r], 1
+        if ln > 0 and (ev_t < t or (ev_t == t and ev_sched < sched)):
+            t, sched, source = ev_t, ev_sched, 2
+        if source < 0 or not t < until:
+            break
+        same = 0
+        if y < nw and w_t[y] == t and w_sched[y] == sched:
+            same += 1
+        if r < nr and ring_t[r] == t and ring_since[r] == sched:
+            same += 1
+        if ln > 0 and ev_t == t and ev_sched == sched:
+            same += 1
+        if same > 1:
+            tie = TIE_LANE_AT_EVENT
+            break
+        if source == 0:
+            c = w_comp[y]
+            branch = comp_holder[c]
+            # queued detach, and queued archive of this branch, are superseded
+            kept = 0
+            for z in range(ln):
+                k = lane[z]
+                if oi[k, I_STATUS] == SCHEDULING and (
+                        oi[k, I_ACTION] == DETACH or (oi[k, I_ACTION] == ARCHIVE
+                                                      and oi[k, I_HOLDER] == branch)):
+                    oi[k, I_STATUS] = SKIPPED
+                    of[k, O_UPDATED] = of[k, O_FINISHED] = of[k, O_DONE] = t
+                else:
+                    lane[kept] = k
+                    kept += 1
+            ln = kept
+            for action, flag, part in ((REATTACH, flags[0], 0.0),
+                                       (UNARCHIVE, flags[branch], 0.25)):
+                if not flag:
+                    continue
+                of, oi = _new_op(of, oi, no, action, branch, t, sched, w_rank[y],
+                                 w_j[y] - 0.5 + part)
+                lane[ln] = no
+                ln += 1
+                no += 1
+                if ln == 1:
+                    ev_t, ev_sched, ev_kind = _start(lane[0], t, flags, of, oi, dur_kind, dur_a,
+                                                     dur_b, rng)
+            if ln > 0:
+                if n_snap + ln > len(snap):
+                    grown = np.empty(2 * len(snap) + ln, np.int64)
+                    grown[:n_snap] = snap[:n_snap]
+                    snap = grown
+                snap[n_snap:n_snap + ln] = lane[:ln]
+                snap_at[ng] = n_snap
+                n_snap += ln
+                g_comp[ng], g_at[ng] = c, t
+                ng += 1
+            x = y + 1
+            continue
+        # the wakes before this event are past
+        at = np.searchsorted(w_t, t)
+        while at < nw and w_t[at] == t and w_sched[at] < sched:
+            at += 1
+        x = max(x, at)
+        if source == 1:
+            h = ring_holder[r]
+            since = ring_since[r]
+            r += 1
+            if not flags[h]:  # quiet since then (the clocks made sure): the storage goes
+                of, oi = _new_op(of, oi, no, DETACH if h == 0 else ARCHIVE,
+                                 default_holder if h == 0 else h, t, since, -1.0, 0.0)
+                lane[ln] = no
+                ln += 1
+                no += 1
+                if ln == 1:
+                    ev_t, ev_sched, ev_kind = _start(lane[0], t, flags, of, oi, dur_kind, dur_a,
+                                                     dur_b, rng)
+            continue
+        # the lane's event: the head's attempt ends, or its retry begins
+        k = lane[0]
+        a = oi[k, I_ACTION]
+        if ev_kind == RETRY:
+            oi[k, I_STATUS] = RUNNING
+            of[k, O_UPDATED], of[k, O_RETRY] = t, np.nan
+            ev_t, ev_sched, ev_kind = t + _draw(rng, dur_kind[a], dur_a[a], dur_b[a]), t, DONE
+            continue
+        if fail_rate > 0 and rng.random() < fail_rate:
+            oi[k, I_STATUS] = FAILED
+            oi[k, I_FAILURES] += 1
+            of[k, O_UPDATED], of[k, O_RETRY] = t, t + backoff
+            ev_t, ev_sched, ev_kind = t + backoff, t, RETRY
+            continue
+        oi[k, I_STATUS] = FINISHED
+        of[k, O_UPDATED] = of[k, O_FINISHED] = of[k, O_DONE] = t
+        of[k, O_RETRY] = np.nan
+        for z in range(1, ln):
+            lane[z - 1] = lane[z]
+        ln -= 1
+        if ln > 0:  # the next one starts before this one's own effect (as the executor does)
+            ev_t, ev_sched, ev_kind = _start(lane[0], t, flags, of, oi, dur_kind, dur_a, dur_b,
+                                             rng)
+        if a == REATTACH:
+            flags[0] = False
+        elif a == UNARCHIVE:
+            flags[oi[k, I_HOLDER]] = False
+    snap_at[ng] = n_snap
+    for g in range(ng):
+        wait = -INF
+        for z in range(snap_at[g], snap_at[g + 1]):
+            wait = max(wait, of[snap[z], O_DONE])
+        g_until[g] = wait
+    return tie, idle, flags, of[:no], oi[:no], g_comp[:ng], g_at[:ng], g_until[:ng]
