@@ -88,6 +88,9 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         #: projects whose storage lifecycle is replayed from their computes' kernel runs
         #: (sim.engine.storage_replay): their idle clocks ring here without effect
         self.kernel_storage: set[str] = set()
+        #: what the kernels derive from `config` once per control plane (their tables of
+        #: operation durations), by what it is
+        self.derived: dict[Any, Any] = {}
         self.auth = ManagedAuth(self)
 
     # -- time ----------------------------------------------------------------

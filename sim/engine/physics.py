@@ -326,10 +326,14 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
     waiting = np.empty(n, np.int64)
     # every heap can hold every session and what it was handed, plus a scratch row
     held = max(len(open0), len(server0), len(client0), len(temp0), len(load0))
-    H = np.zeros((5, n + held + 1, 3))
+    # not zeroed: a heap reads only the rows it holds and its scratch row, written first
+    # (zeroing five heaps of a busy compute was most of the memory a call touched)
+    H = np.empty((5, n + held + 1, 3))
     for h, rows in ((OPEN_H, open0), (SERVER_H, server0), (CLIENT_H, client0)):
+        H[h, :len(rows), 1:] = 0.0  # handed over as one number each
         H[h, :len(rows), 0] = rows
         i[N_OPEN + h] = len(rows)
+    H[TEMP_H, :len(temp0), 2] = 0.0
     H[TEMP_H, :len(temp0), :2] = temp0
     i[N_TEMP] = len(temp0)
     H[LOAD_H, :len(load0), :] = load0

@@ -12,7 +12,6 @@ the per-minute sums and the cold-start waits are kept.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -96,20 +95,20 @@ def _distribution(d: Distribution) -> tuple[int, float, float]:
     return k.LOGNORMAL, math.log(d.mean_s) - d.sigma**2 / 2.0, d.sigma
 
 
-def durations_of(cp: ControlPlane, actions: Sequence[Action]
+def durations_of(cp: ControlPlane, actions: tuple[Action, ...]
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The durations of `actions` as the kernels draw them: kind codes and two parameters."""
-    kinds, a, b = [], [], []
-    for action in actions:
-        kind, x, y = _distribution(cp.config.duration_of(action))
-        kinds.append(kind)
-        a.append(x)
-        b.append(y)
-    return np.array(kinds, dtype=np.int64), np.array(a), np.array(b)
+    """The durations of `actions` as the kernels draw them: kind codes and two parameters
+    (worked out once per control plane: its config does not change)."""
+    table = cp.derived.get(actions)
+    if table is None:
+        kinds, a, b = zip(*(_distribution(cp.config.duration_of(x)) for x in actions),
+                          strict=True)
+        table = cp.derived[actions] = (np.array(kinds, dtype=np.int64), np.array(a),
+                                       np.array(b))
+    return table
 
 
-def _durations(cp: ControlPlane) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return durations_of(cp, [_ACTIONS[code] for code in (k.START, k.SUSPEND, k.CHECK)])
+_KERNEL_ACTIONS = tuple(_ACTIONS[code] for code in (k.START, k.SUSPEND, k.CHECK))
 
 
 def _params(cp: ControlPlane, c: Compute, start: float, until: float,
@@ -180,7 +179,7 @@ class Gates(NamedTuple):
 def _run(cp: ControlPlane, c: Compute, sessions: Sessions, p: np.ndarray, f: np.ndarray,
          i: np.ndarray, heaps: tuple[np.ndarray, ...], gates: Gates | None = None
          ) -> dict[str, np.ndarray]:
-    dk, da, db = _durations(cp)
+    dk, da, db = durations_of(cp, _KERNEL_ACTIONS)
     gates = gates or Gates.none()
     result = k.advance(*sessions, p, _VALID, cp.streams.get(f"ops/{c.key}"), dk, da, db, f, i,
                        *heaps, gates.at, gates.until)
@@ -468,13 +467,14 @@ def _connections(cp: ControlPlane, adv: Advanced, engine_next: bool) -> list[int
 
 def op_order(adv: Advanced, at: np.ndarray | None = None) -> list[tuple[float, float]]:
     """Per operation, in creation order: (when it was created, when the event that created it
-    was scheduled); `at`: only those created at one of these instants. Operations of several
-    computes at one instant were created in the order their events were scheduled (SimPy's
-    queue is first in, first out)."""
+    was scheduled); `at`: only those created at one of these instants (sorted). Operations
+    of several computes at one instant were created in the order their events were
+    scheduled (SimPy's queue is first in, first out)."""
     n = int(adv.out["i"][k.N_OPS])
     created, sched = adv.out["op_created"][:n], adv.out["op_sched"][:n]
-    if at is not None:
-        keep = np.isin(created, at)
+    if at is not None:  # sorted: a lookup, cheaper than np.isin on a few instants
+        pos = np.minimum(np.searchsorted(at, created), len(at) - 1)
+        keep = at[pos] == created
         created, sched = created[keep], sched[keep]
     return list(zip(created.tolist(), sched.tolist(), strict=True))
 

@@ -162,21 +162,44 @@ def _start(k, t, flags, of, oi, dur_kind, dur_a, dur_b, rng):
 
 @njit(cache=True)
 def replay(until, start_at, since0, after, flag0, default_holder, comp_holder, comp_rank,
-           span_comp, span_start, span_end, span_closed, op_comp, op_j, op_action, op_created,
-           op_sched, start_code, dur_kind, dur_a, dur_b, fail_rate, backoff, rng):
+           n_spans, n_closed, span_start, closed_end, n_ops, op_action, op_created, op_sched,
+           start_code, dur_kind, dur_a, dur_b, fail_rate, backoff, rng):
     """Replay the project's storage lane to `until`.
 
     Holders (0: the project, 1..: its branches): `since0`, `after` as for `clocks`,
     `flag0` detached (holder 0) or archived at the start; `default_holder`: the project's
-    default branch. Computes: their holder and check rank; their spans (on over
-    [start, end), `span_closed` False for one still open at `until`) and their
-    operations (`op_comp`, `op_j` its position among the compute's, action, created,
-    scheduled at; `start_code` the action code of a wake's start_compute). The lane's
+    default branch. Computes, one after another: their holder and check rank; their
+    spans (on from `span_start`; the first `n_closed` of a compute's `n_spans` until
+    `closed_end`, a last one still open at `until`) and their `n_ops` operations
+    (action, created, scheduled at; `start_code` the action code of a wake's
+    start_compute). The lane's
     durations by action code (`dur_*`, as the compute kernel draws them), its failure
     rate and retry backoff; `rng` the project's own stream.
 
     Returns (tie, idle_since, flags at the end, the operations' float and integer
     columns (O_*, I_*), gates: compute, at, until in wake order)."""
+    span_comp = np.empty(len(span_start), np.int64)
+    span_end = np.empty(len(span_start))
+    span_closed = np.empty(len(span_start), np.bool_)
+    s = e = 0
+    for c in range(len(n_spans)):
+        for x in range(n_spans[c]):
+            span_comp[s] = c
+            span_closed[s] = x < n_closed[c]
+            if span_closed[s]:
+                span_end[s] = closed_end[e]
+                e += 1
+            else:
+                span_end[s] = until
+            s += 1
+    op_comp = np.empty(len(op_action), np.int64)
+    op_j = np.empty(len(op_action))
+    s = 0
+    for c in range(len(n_ops)):
+        for x in range(n_ops[c]):
+            op_comp[s] = c
+            op_j[s] = x
+            s += 1
     tie, idle, ring_t, ring_since, ring_holder = clocks(
         until, start_at, since0, after, comp_holder, span_comp, span_start, span_end)
     nh = len(since0)

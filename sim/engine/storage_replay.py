@@ -30,7 +30,7 @@ import numpy as np
 
 from sim.engine import physics as k
 from sim.engine import storage_kernel as lane
-from sim.engine.model import Operation, Project
+from sim.engine.model import Compute, Operation, Project
 from sim.engine.operation_rows import OperationColumns
 from sim.engine.physics_run import Advanced, Gates, durations_of
 from sim.rules.operations import Action
@@ -134,47 +134,52 @@ def unchanged(cp: ControlPlane, project: Project) -> Replayed:
                      **{b: cp.branches[b].idle_since for b in project.branches}})
 
 
-def replay_storage(cp: ControlPlane, project: Project, advanced: list[Advanced], until: float,
-                   ranks: dict[str, int], start: StorageStart) -> Replayed:
-    """Replay the project's storage lane to `until` (`sim.engine.storage_kernel`).
-    `ranks`: compute id -> the rank of its branch's availability checks. Raises
-    StorageTie."""
-    cfg = cp.config
-    holders: list[str | None] = [None, *project.branches]
-    branches = [cp.branches[b] for b in project.branches]
-    nan = np.nan
-    since0 = np.array([nan if (t := start.idle_since.get(h)) is None else t for h in holders])
-    detach, archive = cfg.detach_after_s, cfg.archive_after_s
-    after = np.array([nan if detach is None else detach,
-                      *(nan if archive is None or b.default else archive for b in branches)])
-    flag0 = np.array([project.detached, *(b.archived for b in branches)])
-    holder_of = {b: h for h, b in enumerate(holders)}
+class LaneSetup:
+    """A project's lane as every round of its replay starts it: its holders of idle clocks
+    (the project, then its branches), how they stand at the start, and its computes'
+    holders and check ranks, in the order of the kernel runs each round hands over."""
+
+    def __init__(self, cp: ControlPlane, project: Project, computes: list[Compute],
+                 ranks: dict[str, int], start: StorageStart):
+        cfg = cp.config
+        self.project = project
+        self.holders: list[str | None] = [None, *project.branches]
+        branches = [cp.branches[b] for b in project.branches]
+        nan = np.nan
+        detach, archive = cfg.detach_after_s, cfg.archive_after_s
+        holder_of = {b: h for h, b in enumerate(self.holders)}
+        self.head = (  # the kernel's first arguments, after `until`
+            nan if start.at is None else start.at,
+            np.array([nan if (t := start.idle_since.get(h)) is None else t
+                      for h in self.holders]),
+            np.array([nan if detach is None else detach,
+                      *(nan if archive is None or b.default else archive for b in branches)]),
+            np.array([project.detached, *(b.archived for b in branches)]),
+            holder_of[project.default_branch_id],
+            np.array([holder_of[c.branch_id] for c in computes], dtype=np.int64),
+            np.array([ranks.get(c.id, 0) for c in computes], dtype=np.float64))
+        self.tail = (k.START, *durations_of(cp, _ACTIONS), cfg.operation_failure_rate,
+                     cfg.retry_backoff_s)
+        self.rng = cp.streams.get(f"ops/{project.key}")  # the caller puts it back each round
+
+
+def replay_storage(setup: LaneSetup, advanced: list[Advanced], until: float) -> Replayed:
+    """Replay the project's storage lane to `until` (`sim.engine.storage_kernel`) from the
+    computes' kernel runs (in the setup's order). Raises StorageTie."""
     n_ops = [int(adv.out["i"][k.N_OPS]) for adv in advanced]
-    ends, closed = [], []
-    for adv in advanced:
-        extra = len(adv.on_starts) - len(adv.on_ends)  # a span still open (run to a call)
-        ends.append(np.append(adv.on_ends, [until] * extra) if extra else adv.on_ends)
-        closed.append(np.arange(len(adv.on_starts)) < len(adv.on_ends))
-    n_spans = [len(adv.on_starts) for adv in advanced]
-    comps = np.arange(len(advanced))
-    first = np.cumsum([0, *n_ops[:-1]])
-    dur = durations_of(cp, _ACTIONS)
     out = lane.replay(
-        until, nan if start.at is None else start.at, since0, after, flag0,
-        holder_of[project.default_branch_id],
-        np.array([holder_of[adv.compute.branch_id] for adv in advanced], dtype=np.int64),
-        np.array([ranks.get(adv.compute.id, 0) for adv in advanced], dtype=np.float64),
-        np.repeat(comps, n_spans), _joined([adv.on_starts for adv in advanced]), _joined(ends),
-        np.concatenate(closed) if closed else np.empty(0, np.bool_),
-        np.repeat(comps, n_ops), (np.arange(sum(n_ops)) - np.repeat(first, n_ops)).astype(
-            np.float64),
+        until, *setup.head,
+        np.array([len(adv.on_starts) for adv in advanced], dtype=np.int64),
+        np.array([len(adv.on_ends) for adv in advanced], dtype=np.int64),
+        _joined([adv.on_starts for adv in advanced]), _joined([adv.on_ends for adv in advanced]),
+        np.array(n_ops, dtype=np.int64),
         *(_joined([adv.out[name][:n] for adv, n in zip(advanced, n_ops, strict=True)])
           for name in ("op_action", "op_created", "op_sched")),
-        k.START, *dur, cfg.operation_failure_rate, cfg.retry_backoff_s,
-        cp.streams.get(f"ops/{project.key}"))  # the caller puts it back before each round
+        *setup.tail, setup.rng)
     tie, idle, flags, of, oi, g_comp, g_at, g_until = out
     if tie:
         raise StorageTie(_TIES[int(tie)])
+    project, holders = setup.project, setup.holders
     ops = LaneOps(oi[:, lane.I_ACTION],
                   [holders[h] or project.default_branch_id for h in oi[:, lane.I_HOLDER].tolist()],
                   of[:, lane.O_T], of[:, lane.O_T:lane.O_POS + 1], oi[:, lane.I_STATUS],
@@ -243,5 +248,5 @@ def settle_storage(cp: ControlPlane, project: Project, replayed: Replayed) -> No
         branch.idle_since = replayed.idle_since[b]
 
 
-__all__ = ["Replayed", "StorageStart", "StorageTie", "replay_storage", "settle_storage",
+__all__ = ["LaneSetup", "Replayed", "StorageStart", "StorageTie", "replay_storage", "settle_storage",
            "storage_at_rest", "storage_columns", "storage_operations", "unchanged"]

@@ -37,6 +37,7 @@ from sim.engine.physics_run import (
     resume_compute,
 )
 from sim.engine.storage_replay import (
+    LaneSetup,
     Replayed,
     StorageStart,
     StorageTie,
@@ -189,9 +190,9 @@ def _with_storage(cp: ControlPlane, project: Any, computes: list[Compute], run_o
             raise HandBack(str(err)) from None
     streams = [(c, cp.streams.get(f"ops/{c.key}")) for c in computes]
     states = {c.id: rng.bit_generator.state for c, rng in streams}  # each round draws again
-    lane_rng = cp.streams.get(f"ops/{project.key}")  # and so does the storage lane
-    lane_state = lane_rng.bit_generator.state
     ranks = {c.id: _check_rank(cp, c) for c in computes}
+    setup = LaneSetup(cp, project, computes, ranks, start)
+    lane_state = setup.rng.bit_generator.state  # and so does the storage lane
     gates: dict[str, Gates] = {}
     advanced: dict[str, Advanced] = {}
     stale = set(states)
@@ -204,9 +205,9 @@ def _with_storage(cp: ControlPlane, project: Any, computes: list[Compute], run_o
                 advanced[c.id] = run_one(c, gates.get(c.id))
             except Tie as err:
                 raise HandBack(str(err)) from None
-        lane_rng.bit_generator.state = lane_state
+        setup.rng.bit_generator.state = lane_state
         try:
-            replayed = replay_storage(cp, project, list(advanced.values()), until, ranks, start)
+            replayed = replay_storage(setup, [advanced[c.id] for c in computes], until)
         except StorageTie as err:
             raise HandBack(str(err)) from None
         found = replayed.gates
@@ -233,7 +234,7 @@ def _check_storage_instants(advanced: list[Advanced], replayed: Replayed) -> Non
     if not len(rung):
         return
     by_clocks = list(zip(rung[:, 0].tolist(), rung[:, 1].tolist(), strict=True))
-    instants = rung[:, 0]
+    instants = np.unique(rung[:, 0])
     made = {key for adv in advanced for key in op_order(adv, at=instants)}
     if any(key in made for key in by_clocks):
         raise HandBack("storage work made at the instant of a compute's operation")
