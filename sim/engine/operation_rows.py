@@ -31,8 +31,8 @@ class OperationColumns:
     made at one instant (when the event that made it was scheduled, the check rank of its
     branch, its position among its compute's operations)."""
 
-    # names: a list, an object array, or one value for every operation of the part
-    ids: list[str]
+    # names: a list, an array, or one value for every operation of the part
+    ids: np.ndarray  # ASCII bytes (`IdFactory.operation_bytes`), read as text when asked
     branch_id: Any
     endpoint_id: Any
     action: Any

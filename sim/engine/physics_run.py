@@ -176,11 +176,14 @@ class Gates(NamedTuple):
         return cls(np.empty(0), np.empty(0))
 
 
+_NO_GATES = Gates.none()
+
+
 def _run(cp: ControlPlane, c: Compute, sessions: Sessions, p: np.ndarray, f: np.ndarray,
          i: np.ndarray, heaps: tuple[np.ndarray, ...], gates: Gates | None = None
          ) -> dict[str, np.ndarray]:
     dk, da, db = durations_of(cp, _KERNEL_ACTIONS)
-    gates = gates or Gates.none()
+    gates = gates or _NO_GATES
     result = k.advance(*sessions, p, _VALID, cp.streams.get(f"ops/{c.key}"), dk, da, db, f, i,
                        *heaps, gates.at, gates.until)
     out = dict(zip(k.Out.NAMES, result, strict=True))
@@ -387,7 +390,7 @@ def operation_columns(cp: ControlPlane, adv: Advanced, rank: int) -> OperationCo
     status = out["op_status"][:n]
     finished = np.where(status == k.FINISHED, out["op_finished"][:n], np.nan)
     return OperationColumns(
-        cp.ids.operations(cp.streams.get(f"ids/{c.key}"), n), c.branch_id, c.id,
+        cp.ids.operation_bytes(cp.streams.get(f"ids/{c.key}"), n), c.branch_id, c.id,
         _ACTION_NAMES[out["op_action"][:n]], _STATUS_NAMES[status], out["op_failures"][:n],
         out["op_created"][:n], out["op_updated"][:n], finished, out["op_sched"][:n],
         np.full(n, rank), np.arange(n, dtype=np.float64))

@@ -19,6 +19,8 @@ from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
+from sim.engine.ids import ascii_strings
+
 R = TypeVar("R", bound=tuple)
 
 _KINDS = {"float": np.float64, "int": np.int64, "bool": np.bool_}
@@ -118,7 +120,9 @@ class Parts(Sequence[R]):
 @dataclass(frozen=True)
 class RowBlock(Generic[R]):
     """Rows of one type as columns: each field an array of the block's length, or one value
-    that every row of the block has (a compute's id in the rows of that compute)."""
+    that every row of the block has (a compute's id in the rows of that compute). Text may
+    be held as fixed-width ASCII bytes (numpy `S<w>`, an operation's id): it is read as
+    `str`."""
 
     row_type: type[R]
     n: int
@@ -129,7 +133,9 @@ class RowBlock(Generic[R]):
 
     def column(self, name: str, dtype: np.dtype) -> np.ndarray:
         value = self.values[name]
-        return value if isinstance(value, np.ndarray) else filled(self.n, value, dtype)
+        if not isinstance(value, np.ndarray):
+            return filled(self.n, value, dtype)
+        return ascii_strings(value) if value.dtype.kind == "S" else value
 
     def between(self, start: int, stop: int) -> RowBlock[R]:
         """Rows start to stop (not included), as views."""
@@ -139,8 +145,9 @@ class RowBlock(Generic[R]):
 
     def records(self) -> Iterator[R]:
         n = self.n
-        columns = [value.tolist() if isinstance(value, np.ndarray) else repeat(value, n)
-                   for value in (self.values[name] for name in self.row_type._fields)]
+        columns = [self.column(name, object).tolist() if isinstance(value, np.ndarray)
+                   else repeat(value, n)
+                   for name, value in ((name, self.values[name]) for name in self.row_type._fields)]
         return map(self.row_type._make, zip(*columns, strict=False))
 
 
@@ -234,7 +241,8 @@ class RowTable(Parts[R]):
                 if value not in values:
                     kept.append(part)
                 continue
-            keep = np.fromiter((v not in values for v in value.tolist()), np.bool_, part.n)
+            keep = np.fromiter((v not in values for v in part.column(name, object).tolist()),
+                               np.bool_, part.n)
             kept.append(RowBlock(self.row_type, int(keep.sum()),
                                  {k: v[keep] if isinstance(v, np.ndarray) else v
                                   for k, v in part.values.items()}))

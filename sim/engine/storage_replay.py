@@ -230,7 +230,7 @@ def storage_columns(cp: ControlPlane, project: Project, replayed: Replayed) -> O
     ops = replayed.ops
     n = len(ops)
     return OperationColumns(
-        cp.ids.operations(cp.id_stream(project), n), ops.branch_id, [None] * n,
+        cp.ids.operation_bytes(cp.id_stream(project), n), ops.branch_id, [None] * n,
         [_NAMES[a] for a in ops.action.tolist()], [_STATUS[s] for s in ops.status.tolist()],
         ops.failures, ops.created, ops.updated, ops.finished,
         *(ops.order[:, m].copy() for m in (1, 2, 3)))

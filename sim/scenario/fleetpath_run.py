@@ -71,31 +71,37 @@ def engine_reasons(scenario: Scenario) -> dict[str, str]:
             if inst.key in named}
 
 
-def compute_sessions(scenario: Scenario, cp: ControlPlane, c: Compute, spec: ComputeSpec
-                     ) -> Sessions:
-    """The compute's whole workload, drawn exactly as the engine's session feed draws it."""
-    process, model = spec.arrival_process(scenario.start), spec.session_model()
-    if process is None or model is None:
-        return Sessions.none()
-    times, batch = all_sessions(process, model, cp.streams.fresh(f"arrivals/{c.key}"),
-                                cp.streams.fresh(f"sessions/{c.key}"), 0.0, scenario.duration)
-    return Sessions(times, *batch) if len(times) else Sessions.none()
-
-
-class NamedWorkloads:
-    """The workloads of the computes of named projects, by compute id, each drawn once:
-    the kernel advances such a compute before its project's first call and again after
-    its last, from one draw."""
+class Workloads:
+    """The computes' workloads, drawn exactly as the engine's session feed draws them; each
+    compute template's arrival process and session model built once per run (the
+    computes of a template's instances share them). The computes of named projects
+    (`specs`, by compute id) are drawn once: the kernel advances such a compute before
+    its project's first call and again after its last, from one draw."""
 
     def __init__(self, scenario: Scenario, specs: dict[str, ComputeSpec]):
         self.scenario, self.specs = scenario, specs
+        self._models: dict[int, tuple[Any, Any]] = {}
         self._drawn: dict[str, Sessions] = {}
 
+    def draw(self, cp: ControlPlane, c: Compute, spec: ComputeSpec) -> Sessions:
+        """The compute's whole workload."""
+        models = self._models.get(id(spec))
+        if models is None:  # the specs outlive the run: their ids stay theirs
+            models = self._models[id(spec)] = (spec.arrival_process(self.scenario.start),
+                                               spec.session_model())
+        process, model = models
+        if process is None or model is None:
+            return Sessions.none()
+        times, batch = all_sessions(process, model, cp.streams.fresh(f"arrivals/{c.key}"),
+                                    cp.streams.fresh(f"sessions/{c.key}"), 0.0,
+                                    self.scenario.duration)
+        return Sessions(times, *batch) if len(times) else Sessions.none()
+
     def of(self, cp: ControlPlane, c: Compute) -> Sessions:
+        """A named project's compute's workload, drawn at its first use."""
         if c.id not in self._drawn:
             spec = self.specs.get(c.id)  # none: created by a call, with no workload
-            self._drawn[c.id] = (Sessions.none() if spec is None
-                                 else compute_sessions(self.scenario, cp, c, spec))
+            self._drawn[c.id] = Sessions.none() if spec is None else self.draw(cp, c, spec)
         return self._drawn[c.id]
 
 
@@ -112,7 +118,7 @@ def checks_of(cp: ControlPlane, c: Compute) -> tuple[float, float] | None:
 RunOne = Callable[[Compute, "Gates | None"], Advanced]
 
 
-def _advance_project(cp: ControlPlane, scenario: Scenario,
+def _advance_project(cp: ControlPlane, workloads: Workloads,
                      group: Sequence[tuple[Compute, ComputeSpec]], until: float
                      ) -> tuple[list[Advanced], Replayed]:
     """Run a project's computes from their creation's start to `until`."""
@@ -122,7 +128,7 @@ def _advance_project(cp: ControlPlane, scenario: Scenario,
         assert rt is not None and rt.external
         if rt.activated_at is None:
             raise HandBack("not active within the run")
-        sessions[c.id] = compute_sessions(scenario, cp, c, spec)
+        sessions[c.id] = workloads.draw(cp, c, spec)
     project = cp.projects[group[0][0].project_id]
     computes = [c for c, _ in group]
 
@@ -133,7 +139,7 @@ def _advance_project(cp: ControlPlane, scenario: Scenario,
     return _with_storage(cp, project, computes, run_one, until, start)
 
 
-def _resume_project(cp: ControlPlane, taken: Taken, workloads: NamedWorkloads, until: float
+def _resume_project(cp: ControlPlane, taken: Taken, workloads: Workloads, until: float
                     ) -> tuple[list[Advanced], Replayed]:
     """Run the computes of a project the engine handed over after its last call to `until`."""
     by_id = {h.compute.id: h for h in taken.handovers}
@@ -146,7 +152,7 @@ def _resume_project(cp: ControlPlane, taken: Taken, workloads: NamedWorkloads, u
                          run_one, until, _start_of(taken))
 
 
-def segment_to_call(cp: ControlPlane, project: Any, workloads: NamedWorkloads,
+def segment_to_call(cp: ControlPlane, project: Any, workloads: Workloads,
                     pending: Taken | None) -> tuple[list[Advanced], Replayed]:
     """Run a named project's computes up to (not including) now, the instant of a scripted
     call, with its storage replayed: from their creation's start (`pending` None) or from
@@ -240,13 +246,12 @@ def _check_storage_instants(advanced: list[Advanced], replayed: Replayed) -> Non
         raise HandBack("storage work made at the instant of a compute's operation")
 
 
-def run_fleet_path(cp: ControlPlane, scenario: Scenario,
+def run_fleet_path(cp: ControlPlane, workloads: Workloads,
                    placed: Sequence[tuple[Compute, ComputeSpec]], until: float,
-                   taken: Sequence[Taken] = (), workloads: NamedWorkloads | None = None
-                   ) -> dict[str, str]:
+                   taken: Sequence[Taken] = ()) -> dict[str, str]:
     """Advance every external compute to `until` and write it into `cp`, project by project:
-    the `placed` ones from their creation's start, the `taken` ones from their hand-over
-    (`workloads` gives theirs).
+    the `placed` ones from their creation's start, the `taken` ones from their hand-over,
+    with the workloads `workloads` draws.
 
     Returns the projects handed back to the engine (project id -> why); nothing of
     theirs is written by the kernel."""
@@ -259,10 +264,9 @@ def run_fleet_path(cp: ControlPlane, scenario: Scenario,
     for project_id, job in jobs.items():
         try:
             if isinstance(job, Taken):
-                assert workloads is not None
                 advanced, replayed = _resume_project(cp, job, workloads, until)
             else:
-                advanced, replayed = _advance_project(cp, scenario, job, until)
+                advanced, replayed = _advance_project(cp, workloads, job, until)
         except HandBack as err:
             handed_back[project_id] = str(err)
             continue

@@ -39,7 +39,7 @@ from sim.scenario.references import body_references, parse_reference
 from sim.scenario.schema import Scenario
 
 if TYPE_CHECKING:
-    from sim.scenario.fleetpath_run import NamedWorkloads
+    from sim.scenario.fleetpath_run import Workloads
 
 # While the project is not settled, look again this much later, twice as long each time
 # up to a minute: a project that stays unsettled for days (an archived branch) costs a few
@@ -147,7 +147,7 @@ def schedule_handovers(cp: ControlPlane, scenario: Scenario, projects: dict[str,
 
 
 def schedule_calls(cp: ControlPlane, scenario: Scenario, projects: dict[str, str],
-                   workloads: NamedWorkloads, taken: dict[str, Taken], back: dict[str, str]
+                   workloads: Workloads, taken: dict[str, Taken], back: dict[str, str]
                    ) -> None:
     """For each named project the kernel runs from creation: at each of its scripted calls,
     before the call (scheduled ahead of every call), give its computes to the engine if
@@ -170,7 +170,7 @@ def reads_operations(scenario: Scenario) -> bool:
                for action in scenario.actions)
 
 
-def _give(cp: ControlPlane, project_id: str, workloads: NamedWorkloads,
+def _give(cp: ControlPlane, project_id: str, workloads: Workloads,
           taken: dict[str, Taken], back: dict[str, str], first: bool, as_rows: bool) -> None:
     from sim.scenario.fleetpath_run import HandBack as Unresolved
     from sim.scenario.fleetpath_run import _check_rank, file_operations, segment_to_call

@@ -21,7 +21,7 @@ from sim.engine.model import Compute
 from sim.engine.records import ActionRecord, RunResult
 from sim.rules.connections import DEFAULT_POOL_SHARE
 from sim.rules.errors import ApiError
-from sim.scenario.fleetpath_run import FLEET_PATH, NamedWorkloads, engine_reasons, run_fleet_path
+from sim.scenario.fleetpath_run import FLEET_PATH, Workloads, engine_reasons, run_fleet_path
 from sim.scenario.handover import Taken, action_keys, schedule_calls, schedule_handovers
 from sim.scenario.merge import canonical_result, instance_order
 from sim.scenario.references import Reference, render_body, render_path
@@ -242,7 +242,7 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
     # the kernel holds every project at first (a named one up to its first call), and the
     # storage replay runs its storage lifecycle while it does
     cp.kernel_storage = {c.project_id for c, _ in external + placed} if fleet_path else set()
-    workloads = NamedWorkloads(scenario, {c.id: spec for c, spec in placed})
+    workloads = Workloads(scenario, {c.id: spec for c, spec in placed})
     back: dict[str, str] = {}  # project id -> why the engine runs it alone
     taken: dict[str, Taken] = {}  # project id -> handed to the kernel after a call
     if fleet_path:
@@ -263,7 +263,7 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
             progress(cp.now, total)
     kept = [t for t in taken.values() if t.project_id not in back]
     if external or kept:
-        back |= run_fleet_path(cp, scenario, external, cp.now, kept, workloads)
+        back |= run_fleet_path(cp, workloads, external, cp.now, kept)
     back_keys = _linked({cp.projects[pid].key for pid in back}, named)
     excluded = {pid for pid, p in cp.projects.items() if p.key in back_keys}
     result = cp.result(scenario.name, total, scenario.price_per_cu_hour,
