@@ -16,16 +16,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path
+from fastapi import Path
 from pydantic import BaseModel, Field, StrictStr
 
 from sim.api.deps import Key, Server
 from sim.api.errors import ERRORS, error_docs
 from sim.api.keys import ApiKey, KeyKind, KeyRecord
+from sim.api.routing import sim_router
 from sim.api.schemas import Body
 from sim.rules.errors import forbidden, not_found
 
-router = APIRouter(prefix="/api/v2", tags=["api keys"], responses=ERRORS)
+router = sim_router(prefix="/api/v2", tags=["api keys"], responses=ERRORS)
 MAX_KEY_NAME = 64  # as the real API
 
 

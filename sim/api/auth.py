@@ -26,11 +26,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import Query, Response
 
 from sim.api.computes import OUT
 from sim.api.deps import Key, Server, given
 from sim.api.errors import ERRORS, error_docs
+from sim.api.routing import sim_router
 from sim.api.schemas_auth import (
     AuthCreateRequest,
     AuthProjectRequest,
@@ -54,7 +55,7 @@ from sim.api.schemas_auth import (
 )
 from sim.rules.errors import invalid
 
-router = APIRouter(prefix="/api/v2", tags=["auth"], responses=ERRORS)
+router = sim_router(prefix="/api/v2", tags=["auth"], responses=ERRORS)
 CONFLICT = error_docs(409)
 P = "/projects/{project_id}/auth"
 

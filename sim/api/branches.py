@@ -5,17 +5,16 @@ Neither touches a compute, so both answer with an empty `operations` list.
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-
 from sim.api import serialize as ser
 from sim.api.computes import OUT
 from sim.api.deps import Key, Server, given
 from sim.api.errors import ERRORS
 from sim.api.projects import keep_documented
+from sim.api.routing import sim_router
 from sim.api.schemas import BranchOperations
 from sim.api.schemas_roles import BranchUpdateRequest
 
-router = APIRouter(prefix="/api/v2", responses=ERRORS)
+router = sim_router(prefix="/api/v2", responses=ERRORS)
 BRANCH = "/projects/{project_id}/branches/{branch_id}"
 
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from sim.api import serialize as ser
 from sim.api.deps import Key, Server, given
 from sim.api.errors import ERRORS, STATE_ERRORS
+from sim.api.routing import sim_router
 from sim.api.schemas import (
     EndpointCreateRequest,
     EndpointOperations,
@@ -26,7 +27,7 @@ from sim.api.schemas import (
 from sim.engine.control_plane import MAX_LIST_LIMIT, ControlPlane
 from sim.engine.model import Compute, Operation
 
-router = APIRouter(prefix="/api/v2", responses=ERRORS)
+router = sim_router(prefix="/api/v2", responses=ERRORS)
 OUT: dict[str, Any] = {"response_model_exclude_none": True}
 ENDPOINT = "/projects/{project_id}/endpoints/{endpoint_id}"
 

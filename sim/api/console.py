@@ -14,20 +14,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
 from sim.api.console_page import PAGE
 from sim.api.control import clock_view
 from sim.api.deps import Key, Server
 from sim.api.errors import error_docs
+from sim.api.routing import sim_router
 from sim.api.serialize import last_active
 from sim.engine.control_plane import ControlPlane
 from sim.engine.model import Compute, Operation
 from sim.rules.operations import STATUS_LABELS, action_words
 from sim.rules.states import ComputeState
 
-router = APIRouter()
+router = sim_router()
 OPERATIONS_SHOWN = 15
 ACTIVE = ComputeState.ACTIVE.value
 IDLE = ComputeState.IDLE.value

@@ -18,13 +18,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from fastapi import APIRouter
-
 from sim.api import serialize as ser
 from sim.api.computes import OUT
 from sim.api.deps import Key, Server
 from sim.api.errors import error_docs
 from sim.api.keys import ApiKey, KeyKind
+from sim.api.routing import sim_router
 from sim.api.schemas import (
     AdvanceRequest,
     ClockOut,
@@ -46,7 +45,7 @@ from sim.engine.clock import to_us
 from sim.engine.control_plane import ControlPlane
 from sim.rules.errors import forbidden, invalid
 
-router = APIRouter(prefix="/_sim", tags=["simulation"], responses=error_docs(400, 401))
+router = sim_router(prefix="/_sim", tags=["simulation"], responses=error_docs(400, 401))
 
 
 def world_wide(key: ApiKey, what: str) -> None:

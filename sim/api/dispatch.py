@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from sim.api.app import create_app
 from sim.api.client import PerThreadLoops
 from sim.api.keys import ApiKey, KeyKind, new_secret
+from sim.api.routing import handlers_inline
 from sim.api.server import SimServer
 from sim.engine.control_plane import ControlPlane
 
@@ -70,7 +71,8 @@ class _Dispatcher:
                 parts.append(message.get("body", b""))
 
         try:
-            await self.app(scope, receive, send)
+            with handlers_inline():  # on this thread: nothing else is served meanwhile
+                await self.app(scope, receive, send)
         except Exception:  # noqa: S110  # answered already (a 500 with its error body): the
             pass           # server-error layer raises again after, for a server's log
         return status, b"".join(parts)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from sim.api import serialize as ser
 from sim.api.computes import OUT
 from sim.api.deps import Key, Server, given
 from sim.api.errors import ERRORS, STATE_ERRORS, error_docs
+from sim.api.routing import sim_router
 from sim.api.schemas import (
     BranchCreated,
     BranchCreateRequest,
@@ -31,7 +32,7 @@ from sim.api.schemas_roles import BranchesPage
 from sim.engine.model import Branch, Project
 from sim.rules.errors import not_found
 
-router = APIRouter(prefix="/api/v2", responses=ERRORS)
+router = sim_router(prefix="/api/v2", responses=ERRORS)
 MAX_BRANCHES_PAGE = 10_000  # as the real API's limit parameter
 BranchSortKey = Literal["updated_at", "created_at", "name"]
 SortOrder = Literal["desc", "asc"]

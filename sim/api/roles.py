@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from sim.api import serialize as ser
 from sim.api.computes import OUT
 from sim.api.deps import Key, Server, given
 from sim.api.errors import ERRORS, STATE_ERRORS
+from sim.api.routing import sim_router
 from sim.api.schemas_roles import (
     ConnectionUriResponse,
     DatabaseCreateRequest,
@@ -29,7 +30,7 @@ from sim.api.schemas_roles import (
     RolesResponse,
 )
 
-router = APIRouter(prefix="/api/v2", responses=ERRORS)
+router = sim_router(prefix="/api/v2", responses=ERRORS)
 BRANCH = "/projects/{project_id}/branches/{branch_id}"
 ROLE = BRANCH + "/roles/{role_name}"
 DATABASE = BRANCH + "/databases/{database_name}"

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from sim.api.computes import OUT
 from sim.api.deps import Key, Server
 from sim.api.errors import ERRORS
+from sim.api.routing import sim_router
 from sim.api.schemas_roles import CurrentUserOut, RegionsResponse
 from sim.rules.sizes import PLAN_MAX_CU, Plan
 
-router = APIRouter(prefix="/api/v2", responses=ERRORS)
+router = sim_router(prefix="/api/v2", responses=ERRORS)
 
 #: (region id, name) of the regions the real service offers
 REGIONS = (
