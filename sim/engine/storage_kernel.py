@@ -37,10 +37,15 @@ DONE, RETRY = 0, 1
 @njit(cache=True)
 def _sorted_by(keys, n):
     """Positions 0..n-1 in lexicographic order of the keys (most significant first), ties
-    kept in position order: sorted on the first key, then put right by insertion (the
-    other keys tell apart only what shares an instant, which is rare)."""
-    first = keys[0]
-    order = np.argsort(first)
+    kept in position order."""
+    return _fixed_up(keys, np.argsort(keys[0]))
+
+
+@njit(cache=True)
+def _fixed_up(keys, order):
+    """`order`, sorted on the first key, put right by insertion where the other keys (and
+    then the positions) tell apart what shares a first key, which is rare."""
+    n = len(order)
     for x in range(1, n):
         v = order[x]
         y = x - 1
@@ -60,13 +65,39 @@ def _before(keys, a, b):
 
 
 @njit(cache=True)
+def _merged(key, counts):
+    """Positions 0..n-1 in ascending order of `key`, made of runs already in order
+    (`counts[c]` items each, one run after another): merged, ties to the earlier run.
+    A project has a few computes, each with its own events in order: merging their runs
+    costs less than sorting them all."""
+    k = len(counts)
+    head = np.empty(k, np.int64)
+    end = np.empty(k, np.int64)
+    s = 0
+    for c in range(k):
+        head[c] = s
+        s += counts[c]
+        end[c] = s
+    order = np.empty(s, np.int64)
+    for x in range(s):
+        best = -1
+        for c in range(k):
+            if head[c] < end[c] and (best < 0 or key[head[c]] < key[head[best]]):
+                best = c
+        order[x] = head[best]
+        head[best] += 1
+    return order
+
+
+@njit(cache=True)
 def clocks(until, start_at, since0, after, comp_holder, span_comp, span_start, span_end):
     """The idle clocks: per holder, whether quiet at `until` and since when (NaN: on), and
     the instants they ring (ring, since, holder) in the engine's order. `since0`: quiet
     already at the start (NaN: not); `after`: the clock's period (NaN: no clock);
     `start_at`: the hand-over the replay starts from (NaN: the computes' creation), the
-    rings before which the engine took. Returns (tie code, idle_since, ring_t, ring_since,
-    ring_holder)."""
+    rings before which the engine took. The spans (`span_comp` their compute's index)
+    come compute by compute, each compute's in order. Returns (tie code, idle_since,
+    ring_t, ring_since, ring_holder)."""
     nh = len(since0)
     idle = np.full(nh, np.nan)
     cap = 2 * len(span_start) + nh + 1
@@ -75,7 +106,10 @@ def clocks(until, start_at, since0, after, comp_holder, span_comp, span_start, s
     ring_holder = np.empty(cap, np.int64)
     nr = 0
     tie = 0
-    by_start = np.argsort(span_start)
+    counts = np.zeros(len(comp_holder), np.int64)
+    for x in range(len(span_comp)):
+        counts[span_comp[x]] += 1
+    by_start = _merged(span_start, counts)
     qs = np.empty(len(span_start) + 1)
     rs = np.empty(len(span_start) + 1)
     for h in range(nh):
@@ -235,11 +269,15 @@ def replay(until, start_at, since0, after, flag0, default_holder, comp_holder, c
             w_j[y] = op_j[x]
             w_comp[y] = op_comp[x]
             y += 1
-    order = _sorted_by((w_t, w_sched, w_rank, w_j), nw)
+    w_counts = np.zeros(len(comp_holder), np.int64)
+    for y in range(nw):
+        w_counts[w_comp[y]] += 1
+    order = _fixed_up((w_t, w_sched, w_rank, w_j), _merged(w_t, w_counts))
     w_t, w_sched, w_rank, w_j, w_comp = (w_t[order], w_sched[order], w_rank[order], w_j[order],
                                          w_comp[order])
     # a compute going quiet at the instant of another's wake: their order is not known
-    ends = np.sort(span_end[span_closed])
+    ends = span_end[span_closed]
+    ends = ends[_merged(ends, n_closed)]
     z = 0
     for y in range(nw):
         while z < len(ends) and ends[z] < w_t[y]:
@@ -254,8 +292,15 @@ def replay(until, start_at, since0, after, flag0, default_holder, comp_holder, c
     w_holder = np.empty(nw, np.int64)
     for y in range(nw):
         w_holder[y] = comp_holder[w_comp[y]]
-    by_holder = np.argsort(w_holder, kind="mergesort")
-    first_of = np.searchsorted(w_holder[by_holder], np.arange(nh + 1))
+    first_of = np.zeros(nh + 1, np.int64)  # grouped by holder, in order: a counting sort
+    for y in range(nw):
+        first_of[w_holder[y] + 1] += 1
+    first_of = np.cumsum(first_of)
+    by_holder = np.empty(nw, np.int64)
+    filled = first_of[:-1].copy()
+    for y in range(nw):
+        by_holder[filled[w_holder[y]]] = y
+        filled[w_holder[y]] += 1
     lane = np.empty(2 * nw + len(ring_t) + 1, np.int64)
     ln = 0
     # what each gated wake waits for: the lane as it stood, in a growing buffer
