@@ -143,6 +143,9 @@ def plan_shards(scenario: Scenario, parts: int) -> list[Shard]:
             load = 0.0
         shards[-1] += members
         load += sum(weights[i] for i in members)
+    if len(shards) > 1 and load < target / 2:  # a remainder: one more task, run last, for
+        remainder = shards.pop()               # little work (its fixed cost was the tail)
+        shards[-1] += remainder
     return [
         Shard(tuple(instances[i].key for i in sorted(members)),
               sum(weights[i] for i in members), n == 0)

@@ -9,8 +9,9 @@ the project's storage lane, and a waking compute's start_compute waits for
 everything on that lane when it wakes (`Lifecycle.wake`).
 
 The compute kernel advances each compute alone. For a project whose storage
-the kernel's side runs, `replay_storage` walks the project's lane through the
-computes' spans (when each was on) and wakes, in the engine's order, making the
+the kernel's side runs, `replay_storage` walks the project's lane (a compiled
+walk: `sim.engine.storage_kernel`) through the computes' spans (when each was
+on) and wakes, in the engine's order, making the
 same decisions and drawing the same numbers from the project's streams, and
 says which wakes waited for the lane and until when (`Gates`). The kernel, run
 again with those gates, moves the computes' later spans a little, so the

@@ -157,3 +157,15 @@ def test_a_cluster_started_early_is_the_one_the_run_uses_and_is_closed_after() -
     assert never_entered._cluster.status.name == "closed"
     assert address.startswith("tcp://127.0.0.1:")
 
+
+
+def test_a_small_remainder_joins_the_last_shard() -> None:
+    """Equal instances split in parts: a remainder of less than half a share would be one
+    more task, run last for little work; it joins the shard before it."""
+    doc = {**LINKED, "actions": [], "projects": [{**LINKED["projects"][0], "count": 10}]}
+    scenario = parse_scenario(doc)
+    for parts in range(2, 8):
+        plan = plan_shards(scenario, parts)
+        share = sum(s.weight for s in plan) / parts
+        assert [k for s in plan for k in s.keys] == [i.key for i in scenario.instances()]
+        assert plan[-1].weight >= share / 2, (parts, plan)
