@@ -181,6 +181,18 @@ def _new_op(of, oi, no, action, holder, t, sched, rank, pos):
 
 
 @njit(cache=True)
+def _submit(of, oi, no, lane, ln, action, holder, t, sched, rank, pos, flags, event, dur_kind,
+            dur_a, dur_b, rng):
+    """The executor's submit: operation `no` joins the lane and starts if the lane was
+    empty. Returns the (grown) columns, the lane's length and its pending event."""
+    of, oi = _new_op(of, oi, no, action, holder, t, sched, rank, pos)
+    lane[ln] = no
+    if ln == 0:
+        event = _start(no, t, flags, of, oi, dur_kind, dur_a, dur_b, rng)
+    return of, oi, ln + 1, event
+
+
+@njit(cache=True)
 def _start(k, t, flags, of, oi, dur_kind, dur_a, dur_b, rng):
     """The head of the lane starts (its effect on the flags at once) and its first attempt
     is drawn; returns the lane's pending event."""
@@ -366,14 +378,11 @@ def replay(until, start_at, since0, after, flag0, default_holder, comp_holder, c
                                        (UNARCHIVE, flags[branch], 0.25)):
                 if not flag:
                     continue
-                of, oi = _new_op(of, oi, no, action, branch, t, sched, w_rank[y],
-                                 w_j[y] - 0.5 + part)
-                lane[ln] = no
-                ln += 1
+                of, oi, ln, (ev_t, ev_sched, ev_kind) = _submit(
+                    of, oi, no, lane, ln, action, branch, t, sched, w_rank[y],
+                    w_j[y] - 0.5 + part, flags, (ev_t, ev_sched, ev_kind), dur_kind, dur_a,
+                    dur_b, rng)
                 no += 1
-                if ln == 1:
-                    ev_t, ev_sched, ev_kind = _start(lane[0], t, flags, of, oi, dur_kind, dur_a,
-                                                     dur_b, rng)
             if ln > 0:
                 if n_snap + ln > len(snap):
                     grown = np.empty(2 * len(snap) + ln, np.int64)
@@ -396,14 +405,11 @@ def replay(until, start_at, since0, after, flag0, default_holder, comp_holder, c
             since = ring_since[r]
             r += 1
             if not flags[h]:  # quiet since then (the clocks made sure): the storage goes
-                of, oi = _new_op(of, oi, no, DETACH if h == 0 else ARCHIVE,
-                                 default_holder if h == 0 else h, t, since, -1.0, 0.0)
-                lane[ln] = no
-                ln += 1
+                of, oi, ln, (ev_t, ev_sched, ev_kind) = _submit(
+                    of, oi, no, lane, ln, DETACH if h == 0 else ARCHIVE,
+                    default_holder if h == 0 else h, t, since, -1.0, 0.0, flags,
+                    (ev_t, ev_sched, ev_kind), dur_kind, dur_a, dur_b, rng)
                 no += 1
-                if ln == 1:
-                    ev_t, ev_sched, ev_kind = _start(lane[0], t, flags, of, oi, dur_kind, dur_a,
-                                                     dur_b, rng)
             continue
         # the lane's event: the head's attempt ends, or its retry begins
         k = lane[0]
