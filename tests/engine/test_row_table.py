@@ -76,3 +76,24 @@ def test_columns_have_the_row_types_dtypes() -> None:
         "error": "object"}
     empty = RowTable(OperationRow).columns()
     assert empty["created_s"].dtype == np.float64 and len(empty["id"]) == 0
+
+
+def test_ids_held_as_ascii_bytes_read_as_text() -> None:
+    """Operation ids kept as a numpy `S36` column read as `str`, by column and by row, in
+    a table beside rows that hold them as objects."""
+    from sim.engine.ids import IdFactory
+
+    ids = IdFactory(set()).operation_bytes(np.random.default_rng(3), 4)
+    table = RowTable(OperationRow)
+    table.append(OperationRow("op-0", "p", "b", None, "create_branch", "finished", 0, 0.0,
+                              0.0, 0, None))
+    table.add_block(table.block(
+        id=ids, project_id="p", branch_id="b", endpoint_id=None, action="start_compute",
+        status="finished", failures_count=np.zeros(4, np.int64), created_s=np.arange(4.0),
+        updated_s=np.arange(4.0), total_duration_ms=np.zeros(4, np.int64), error=None))
+    expected = ["op-0", *(raw.decode("ascii") for raw in ids.tolist())]
+    assert table.column("id").tolist() == expected
+    assert [row.id for row in table] == expected
+    assert all(type(i) is str for i in table.column("id"))
+    kept = table.without("id", {expected[2]})
+    assert [row.id for row in kept] == [expected[0], expected[1], *expected[3:]]
