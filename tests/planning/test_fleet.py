@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import gc
 import json
+import math
+import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim.cli import main
 from sim.fleet import (
+    WAKE_COST,
+    _instance_weight,
     canonical_result,
     instance_order,
     plan_shards,
     read_source,
     run_fleet,
     run_shard,
+    run_tasks,
     shard_document,
+    shard_shares,
 )
 from sim.metrics import TABLES, frames
 from sim.scenario.loader import parse_scenario
@@ -169,3 +177,85 @@ def test_a_small_remainder_joins_the_last_shard() -> None:
         share = sum(s.weight for s in plan) / parts
         assert [k for s in plan for k in s.keys] == [i.key for i in scenario.instances()]
         assert plan[-1].weight >= share / 2, (parts, plan)
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=st.integers(1, 40), workers=st.integers(1, 12))
+def test_shard_shares_halve_the_work_left_round_by_round(parts: int, workers: int) -> None:
+    shares = shard_shares(parts, workers)
+    assert len(shares) == parts and sum(shares) == pytest.approx(1.0)
+    assert all(a >= b - 1e-12 for a, b in zip(shares, shares[1:], strict=False))  # largest first
+    if workers == 1 or workers >= parts:
+        assert shares == [1.0 / parts] * parts
+        return
+    # a short round first (when the workers do not divide the parts), as large as the next
+    short = parts % workers
+    assert shares[:short + 1] == pytest.approx([shares[short]] * (short + 1))
+    # then rounds of one shard per worker, each shard of a round taking 1 / (2 workers) of
+    # the work left, and the last round all of it
+    left = 1.0 - sum(shares[:short])
+    rounds = [shares[i:i + workers] for i in range(short, parts, workers)]
+    for n, members in enumerate(rounds):
+        last = n == len(rounds) - 1
+        assert members == pytest.approx([left / workers if last else left / (2 * workers)]
+                                        * workers)
+        left -= sum(members)
+    assert left == pytest.approx(0.0, abs=1e-12)
+
+
+def test_shards_of_equal_instances_follow_the_shares() -> None:
+    doc = {**LINKED, "actions": [], "projects": [{**LINKED["projects"][0], "count": 160}]}
+    scenario = parse_scenario(doc)
+    plan = plan_shards(scenario, 8, workers=2)
+    assert [k for s in plan for k in s.keys] == [i.key for i in scenario.instances()]
+    assert [len(s.keys) for s in plan] == [40, 40, 20, 20, 10, 10, 10, 10]
+
+
+def _template(name: str, timeout: int, per_hour: float, mean_s: float) -> dict:
+    return {"name": name, "count": 10, "branches": [{"name": "main", "computes": [{
+        "type": "read_write", "suspend_timeout_seconds": timeout,
+        "workload": {"arrivals": {"kind": "poisson", "per_hour": per_hour},
+                     "session": {"dist": "exponential", "mean_s": mean_s}}}]}]}
+
+
+def test_a_shard_weighs_the_wakes_it_will_simulate() -> None:
+    """Two templates with the same arrivals: one never suspends, the other suspends after
+    almost every session, so each arrival is a wake (its suspend, its operations): a
+    shard holds fewer instances of the second, by the wake's cost."""
+    doc = {"name": "wakes", "seed": 1, "duration": "2d", "projects": [
+        _template("steady", -1, 4.0, 10.0), _template("waking", 60, 4.0, 10.0)]}
+    scenario = parse_scenario(doc)
+    steady, waking = (_instance_weight(scenario, p) for p in scenario.projects)
+    arrivals = 4.0 * 48
+    assert steady == pytest.approx(1.0 + arrivals)
+    woken = math.exp(-4.0 / 3600 * (60 + 10))  # P(an arrival finds it suspended)
+    assert waking == pytest.approx(1.0 + arrivals * (1 + WAKE_COST * woken))
+    plan = plan_shards(scenario, 2)
+    counts = [sum(k.startswith("steady") for k in s.keys) for s in plan]
+    assert counts[0] == 10 and len(plan[1].keys) < 10
+
+
+def _logged_task(path: str, mark: int, topic: str | None, i: int) -> int:
+    """A task that logs its start and end to a file the test reads back."""
+    with open(path, "a", encoding="utf-8") as log:
+        log.write(f"start {mark}\n")
+    time.sleep(0.05)
+    with open(path, "a", encoding="utf-8") as log:
+        log.write(f"end {mark}\n")
+    return mark * 10
+
+
+def test_tasks_go_out_as_workers_free_up_highest_priority_first(tmp_path: Path) -> None:
+    """`at_once` keeps the other tasks off the cluster: with one at a time on two workers
+    they run one after the other, by priority, and results come back in call order."""
+    from sim.fleet import open_client
+
+    log = tmp_path / "log.txt"
+    priority = [1.0, 5.0, 3.0, 4.0, 2.0]
+    calls = [((str(log), mark), 1.0) for mark in range(len(priority))]
+    with open_client(2) as client:
+        results = run_tasks(client, _logged_task, calls, priority=priority, at_once=1)
+    assert results == [0, 10, 20, 30, 40]
+    by_priority = [1, 3, 2, 4, 0]
+    assert log.read_text().split("\n")[:-1] == [
+        f"{step} {mark}" for mark in by_priority for step in ("start", "end")]
