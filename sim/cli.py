@@ -15,6 +15,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sim.allocator import keep_freed_memory
 from sim.process_exit import exit_without_collecting
 from sim.run_text import days, roads_line
 
@@ -574,6 +575,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     exit_without_collecting()
+    keep_freed_memory()
     handler, _ = COMMANDS[args.command]
     try:
         return handler(args)
