@@ -6,7 +6,7 @@ back to the system as soon as there is a little of it, and the next arrays then 
 fresh pages: each one a page fault, zeroed by the kernel. With a top pad of 256 MiB
 it keeps that much when it trims. On the realistic fleet (10,000 computes x 30 days,
 one process) that took the run from 1.7 M page faults and 6.5 s of system time to
-0.65 M and 2.9 s, the run 4 to 15 % shorter in four pairs of runs, its peak memory
+0.65 M and 2.8 s, the run 4 to 15 % shorter in four pairs of runs, its peak memory
 4 % higher.
 
 `sim` sets the pad in its own process (`keep_freed_memory`, called by the command
