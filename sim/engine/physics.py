@@ -37,6 +37,7 @@ import numpy as np
 from numba import njit
 
 # the layout's names are the kernel's own vocabulary (positions in its state, its codes)
+from sim.engine.generator_typing import typed_once
 from sim.engine.physics_layout import *  # noqa: F403
 from sim.engine.row_heaps import pop, push
 
@@ -283,6 +284,7 @@ def _wake(f, i, cause, sp_start, lane, op_action, op_created, op_status, op_fail
             op_finished, op_sched, rng, dk, da, db)
 
 
+@typed_once
 @njit(cache=True)
 def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, server0, client0,
             temp0, load0, gate_t, gate_g):
@@ -294,7 +296,7 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
     with no operation underway and nobody waiting; `f` and `i` hold its state and
     open0 ... load0 its heaps (lists in heap order, kept as they are). `f` and `i`
     carry the float and integer state in (the sums so far) and out. Returns the
-    output arrays (`Out.NAMES`); i[TIE] = 1 when two things at one instant would
+    output arrays (`Out.RETURNED`; `Out.named` names them); i[TIE] = 1 when two things at one instant would
     need an order the kernel does not know (nothing after that instant is valid).
     """
     n = len(arr)
@@ -305,23 +307,20 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
     rec_wait = np.empty(n)
     rec_outcome = np.empty(n, np.int8)
     rec_cold = np.empty(n, np.bool_)
-    op_action = np.empty(cap_ops, np.int8)
-    op_created = np.empty(cap_ops)
-    op_status = np.empty(cap_ops, np.int8)
+    # outputs of one length and kind are rows of one array (in the order of the packed
+    # names of `Out.RETURNED`): numba boxes each array it returns, about a microsecond
+    # apiece, and most calls are of quiet computes, where that was a third of the call
+    op_floats = np.empty((8, cap_ops))
+    op_created, op_updated, op_finished, op_sched = (op_floats[0], op_floats[1],
+                                                     op_floats[2], op_floats[3])
+    wk_at, wk_wait, sp_start, sp_end = op_floats[4], op_floats[5], op_floats[6], op_floats[7]
+    op_codes = np.empty((3, cap_ops), np.int8)
+    op_action, op_status, wk_cause = op_codes[0], op_codes[1], op_codes[2]
     op_failures = np.empty(cap_ops, np.int64)
-    op_updated = np.empty(cap_ops)
-    op_finished = np.empty(cap_ops)
-    op_sched = np.empty(cap_ops)
     cap_iv = 2 * cap_ops + 4 * n + 8
     iv_state = np.empty(cap_iv, np.int8)
-    iv_cu = np.empty(cap_iv)
-    iv_start = np.empty(cap_iv)
-    iv_end = np.empty(cap_iv)
-    wk_at = np.empty(cap_ops)
-    wk_cause = np.empty(cap_ops, np.int8)
-    wk_wait = np.empty(cap_ops)
-    sp_start = np.empty(cap_ops)
-    sp_end = np.empty(cap_ops)
+    iv_floats = np.empty((3, cap_iv))
+    iv_cu, iv_start, iv_end = iv_floats[0], iv_floats[1], iv_floats[2]
     lane = np.empty(cap_ops, np.int64)
     waiting = np.empty(n, np.int64)
     # every heap can hold every session and what it was handed, plus a scratch row
@@ -350,10 +349,8 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
     client_f = H[CLIENT_H, :i[N_CLIENT], 0].copy()
     temp_f = H[TEMP_H, :i[N_TEMP], :2].copy()
     load_f = H[LOAD_H, :i[N_LOAD], :].copy()
-    return (f, i, rec_idx, rec_wait, rec_outcome, rec_cold,
-            op_action, op_created, op_status, op_failures, op_updated, op_finished, op_sched,
-            iv_state, iv_cu, iv_start, iv_end, wk_at, wk_cause, wk_wait, sp_start, sp_end,
-            open_f, server_f, client_f, temp_f, load_f)
+    return (f, i, rec_idx, rec_wait, rec_outcome, rec_cold, op_floats, op_codes, op_failures,
+            iv_floats, iv_state, open_f, server_f, client_f, temp_f, load_f)
 
 
 @_loop

@@ -46,10 +46,24 @@ N_PARAMS = 21
 
 
 class Out:
-    """Array names of the kernel's output, in the order it returns them."""
+    """The kernel's output: what it returns, in order; a tuple names the rows of one
+    array that holds several outputs of one length and kind."""
 
-    NAMES = ("f", "i", "rec_idx", "rec_wait", "rec_outcome", "rec_cold",
-             "op_action", "op_created", "op_status", "op_failures", "op_updated", "op_finished",
-             "op_sched",
-             "iv_state", "iv_cu", "iv_start", "iv_end", "wk_at", "wk_cause", "wk_wait",
-             "sp_start", "sp_end", "open_f", "server_f", "client_f", "temp_f", "load_f")
+    RETURNED: tuple[str | tuple[str, ...], ...] = (
+        "f", "i", "rec_idx", "rec_wait", "rec_outcome", "rec_cold",
+        ("op_created", "op_updated", "op_finished", "op_sched", "wk_at", "wk_wait", "sp_start",
+         "sp_end"),
+        ("op_action", "op_status", "wk_cause"), "op_failures",
+        ("iv_cu", "iv_start", "iv_end"), "iv_state",
+        "open_f", "server_f", "client_f", "temp_f", "load_f")
+
+    @staticmethod
+    def named(returned: tuple) -> dict:
+        """Every output by name (a packed one as a view of its row)."""
+        out = {}
+        for names, value in zip(Out.RETURNED, returned, strict=True):
+            if isinstance(names, str):
+                out[names] = value
+            else:
+                out.update(zip(names, value, strict=True))
+        return out

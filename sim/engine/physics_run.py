@@ -186,7 +186,7 @@ def _run(cp: ControlPlane, c: Compute, sessions: Sessions, p: np.ndarray, f: np.
     gates = gates or _NO_GATES
     result = k.advance(*sessions, p, _VALID, cp.streams.get(f"ops/{c.key}"), dk, da, db, f, i,
                        *heaps, gates.at, gates.until)
-    out = dict(zip(k.Out.NAMES, result, strict=True))
+    out = k.Out.named(result)
     if out["i"][k.TIE]:
         raise Tie("two events of a compute at the same instant")
     return out
@@ -468,13 +468,15 @@ def _connections(cp: ControlPlane, adv: Advanced, engine_next: bool) -> list[int
     return open_at
 
 
-def op_order(adv: Advanced, at: np.ndarray | None = None) -> list[tuple[float, float]]:
-    """Per operation, in creation order: (when it was created, when the event that created it
-    was scheduled); `at`: only those created at one of these instants (sorted). Operations
-    of several computes at one instant were created in the order their events were
-    scheduled (SimPy's queue is first in, first out)."""
-    n = int(adv.out["i"][k.N_OPS])
-    created, sched = adv.out["op_created"][:n], adv.out["op_sched"][:n]
+def op_order(*advanced: Advanced, at: np.ndarray | None = None) -> list[tuple[float, float]]:
+    """Per operation, in creation order (compute after compute): (when it was created, when
+    the event that created it was scheduled); `at`: only those created at one of these
+    instants (sorted). Operations of several computes at one instant were created in the
+    order their events were scheduled (SimPy's queue is first in, first out)."""
+    ns = [int(adv.out["i"][k.N_OPS]) for adv in advanced]
+    created, sched = (np.concatenate([adv.out[name][:n] for adv, n in zip(advanced, ns,
+                                                                           strict=True)])
+                      for name in ("op_created", "op_sched"))
     if at is not None:  # sorted: a lookup, cheaper than np.isin on a few instants
         pos = np.minimum(np.searchsorted(at, created), len(at) - 1)
         keep = at[pos] == created

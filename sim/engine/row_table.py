@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from itertools import islice, repeat
 from typing import Any, Generic, TypeVar, overload
 
@@ -26,9 +27,11 @@ R = TypeVar("R", bound=tuple)
 _KINDS = {"float": np.float64, "int": np.int64, "bool": np.bool_}
 
 
+@cache  # a table is made for every project of a run; its row type's dtypes never change
 def dtypes_of(row_type: type) -> dict[str, np.dtype]:
     """Each field's dtype as a column, from the row type's annotations: float, int and bool
-    columns are numbers; anything else (ids, names, optional values) is an object column."""
+    columns are numbers; anything else (ids, names, optional values) is an object column.
+    One dict per row type, shared by its tables: read it, never change it."""
     return {name: np.dtype(_KINDS.get(_spelled(kind), object))
             for name, kind in row_type.__annotations__.items()}
 

@@ -21,6 +21,7 @@ import math
 import numpy as np
 from numba import njit
 
+from sim.engine.generator_typing import typed_once
 from sim.engine.physics import _draw
 
 INF = math.inf
@@ -206,6 +207,7 @@ def _start(k, t, flags, of, oi, dur_kind, dur_a, dur_b, rng):
     return t + _draw(rng, dur_kind[a], dur_a[a], dur_b[a]), t, DONE
 
 
+@typed_once
 @njit(cache=True)
 def replay(until, start_at, since0, after, flag0, default_holder, comp_holder, comp_rank,
            n_spans, n_closed, span_start, closed_end, n_ops, op_action, op_created, op_sched,

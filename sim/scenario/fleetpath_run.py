@@ -241,7 +241,7 @@ def _check_storage_instants(advanced: list[Advanced], replayed: Replayed) -> Non
         return
     by_clocks = list(zip(rung[:, 0].tolist(), rung[:, 1].tolist(), strict=True))
     instants = np.unique(rung[:, 0])
-    made = {key for adv in advanced for key in op_order(adv, at=instants)}
+    made = set(op_order(*advanced, at=instants))  # every compute's at once
     if any(key in made for key in by_clocks):
         raise HandBack("storage work made at the instant of a compute's operation")
 

@@ -257,6 +257,8 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
     if fleet_path:
         schedule_handovers(cp, scenario, fleet.projects, set(reasons), taken, back)
     total = scenario.duration
+    if progress is None:  # stopping the clock costs a SimPy event and an exception each time
+        steps = 1
     for i in range(1, steps + 1):
         cp.run_until(total * i / steps)
         if progress is not None:

@@ -26,7 +26,9 @@ from sim.workload.streams import (
     Block,
     MemorylessProcess,
     SpreadProcess,
+    below,
     check_number,
+    check_window,
     chunks,
     grid,
     sorted_uniform,
@@ -103,8 +105,10 @@ class Diurnal(MemorylessProcess):
         put(self, "peak_hour", hour)
 
     @functools.cached_property
-    def _hourly_array(self) -> np.ndarray:
-        return np.asarray(self.hourly, dtype=np.float64)
+    def _hour_table(self) -> np.ndarray:
+        # a 25th entry, the last hour's rate again: the hour of day is 24.0 when
+        # (t % DAY_S) / HOUR_S rounds up, and it is read as the last hour
+        return np.asarray((*(self.hourly or ()), *(self.hourly or ())[-1:]), dtype=np.float64)
 
     @property
     def max_per_hour(self) -> float:
@@ -112,20 +116,67 @@ class Diurnal(MemorylessProcess):
 
     def rate_per_hour(self, t: np.ndarray | float) -> np.ndarray:
         """The instantaneous rate (arrivals per hour) at simulated instants t."""
-        hour = ((np.asarray(t, dtype=np.float64) + self.start_hour_offset_s) % DAY_S) / HOUR_S
-        if self.hourly is not None:
-            return self._hourly_array[np.minimum(hour.astype(np.int64), 23)]
-        peak, trough = float(self.peak_per_hour or 0.0), float(self.trough_per_hour or 0.0)
-        shape = 0.5 * (1.0 + np.cos(2.0 * np.pi * (hour - float(self.peak_hour or 0.0)) / 24.0))
-        return trough + (peak - trough) * shape
+        t = np.asarray(t, dtype=np.float64)
+        return self._rates(t.ravel()).reshape(t.shape)
 
-    def _draw(self, rng: np.random.Generator, a: float, b: float) -> np.ndarray:
+    def _rates(self, t: np.ndarray, lo: float = -math.inf, hi: float = math.inf
+               ) -> np.ndarray:
+        """`rate_per_hour` of a 1-d array whose instants are in [lo, hi], as a new array.
+
+        Each step runs in place, in the order of the formula (hence the same numbers):
+        blocks are small, and numpy's fixed cost per call and per temporary is much of
+        the cost."""
+        h = t + self.start_hour_offset_s
+        if max(-lo, hi) + self.start_hour_offset_s < _EXACT_BELOW:
+            _day_remainder(h)  # numpy's % runs a libm fmod per number: the slowest step
+        else:
+            h %= DAY_S
+        h /= HOUR_S  # the hour of day, in [0, 24]
+        if self.hourly is not None:
+            return self._hour_table[h.astype(np.int64)]
+        peak, trough = float(self.peak_per_hour or 0.0), float(self.trough_per_hour or 0.0)
+        # trough + (peak - trough) * 0.5 * (1 + cos(2 pi (hour - peak_hour) / 24))
+        h -= float(self.peak_hour or 0.0)
+        h *= 2.0 * np.pi
+        h /= 24.0
+        np.cos(h, out=h)
+        h += 1.0
+        h *= 0.5
+        h *= peak - trough
+        h += trough
+        return h
+
+    def _candidates(self, rng: np.random.Generator, a: float, b: float
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """A block's draws: the instants of a Poisson stream at the top rate, and for each a
+        level in [0, top); an instant is kept where its level is below the rate there."""
         top = self.max_per_hour
         n = int(rng.poisson(top / HOUR_S * (b - a)))
-        t = a + (b - a) * rng.random(n)
-        keep = rng.random(n) * top < self.rate_per_hour(t)
-        t = np.sort(t[keep])
-        return np.minimum(t, np.nextafter(b, a), out=t)
+        # the instants and then their levels in one call: numpy draws 2n numbers as n and n
+        u = rng.random(2 * n)
+        t, level = u[:n], u[n:]
+        t *= b - a  # a + (b - a) * u, in place
+        t += a
+        level *= top
+        return t, level
+
+    def _draw(self, rng: np.random.Generator, a: float, b: float) -> np.ndarray:
+        t, level = self._candidates(rng, a, b)
+        return _thinned(a, b, t, level, self._rates(t, a, b))
+
+    def times(self, rng: np.random.Generator, t0: float, t1: float) -> np.ndarray:
+        # the blocks' candidates as `_blocks` draws them, one block after the other; then the
+        # rate at all of them in one pass (it draws nothing), and each block thinned with it
+        check_window(t0, t1)
+        blocks = [(a, b, *self._candidates(rng, a, b)) for a, b in grid(t0, t1)]
+        if not blocks:
+            return EMPTY.copy()
+        rates = self._rates(np.concatenate([t for _, _, t, _ in blocks]), t0, t1)
+        parts, i = [], 0
+        for a, b, t, level in blocks:
+            parts.append(_thinned(a, b, t, level, rates[i : i + t.size]))
+            i += t.size
+        return np.concatenate(parts)
 
     def _expected(self, t: float) -> float:
         """Expected arrivals from UTC midnight of the start day to simulated instant t."""
@@ -142,6 +193,33 @@ class Diurnal(MemorylessProcess):
         if t1 == t0:
             return float(self.rate_per_hour(t0)) / HOUR_S
         return (self._expected(t1) - self._expected(t0)) / (t1 - t0)
+
+
+#: below this, `_day_remainder` is numpy's % DAY_S to the bit (2**52 s: 142 million years)
+_EXACT_BELOW = 2.0**52
+
+
+def _day_remainder(x: np.ndarray) -> np.ndarray:
+    """x % DAY_S in place, for |x| < 2**52: the same numbers at a sixth of the cost.
+
+    With m the exact floor of x / D, numpy's x % D is x - m D rounded once (fmod is exact;
+    below 0 it adds D, rounding once). Here k = floor(x / D) is m, or m + 1 when x / D
+    rounds up to an integer; D k is an integer below 2**53, so exact. For k = m, x - D k
+    is x - m D rounded once; for k = m + 1 it is exact (x is within a hair of D k,
+    Sterbenz) and negative, and adding D gives x - m D rounded once."""
+    k = x / DAY_S
+    np.floor(k, out=k)
+    k *= DAY_S
+    np.subtract(x, k, out=x)
+    return np.add(x, DAY_S, out=x, where=x < 0)
+
+
+def _thinned(a: float, b: float, t: np.ndarray, level: np.ndarray, rates: np.ndarray
+             ) -> np.ndarray:
+    """A block's candidate instants kept where their level is below the rate, sorted."""
+    t = t[level < rates]
+    t.sort()
+    return below(t, a, b)
 
 
 @dataclass(frozen=True)
@@ -171,45 +249,47 @@ class Bursty(ArrivalProcess):
         return (self.p_on * self.on_per_hour + (1 - self.p_on) * self.off_per_hour) / HOUR_S
 
     def _blocks(self, rng: np.random.Generator, t0: float, t1: float) -> Iterator[Block]:
-        means = {True: self.mean_on_s, False: self.mean_off_s}
-        rates = {True: self.on_per_hour / HOUR_S, False: self.off_per_hour / HOUR_S}
+        means = (self.mean_off_s, self.mean_on_s)  # by state, off (False) or on (True)
+        rates = (self.off_per_hour / HOUR_S, self.on_per_hour / HOUR_S)
         unit_exp = _unit_exponentials(rng)
         on = bool(rng.random() < self.p_on)
         switch_at = t0 + means[on] * next(unit_exp)
         for a, b in grid(t0, t1):
-            starts, lengths, seg_rates, s = [], [], [], a
+            # the block's periods as (start, length, rate); a period at rate 0 draws nothing
+            # (numpy's Poisson returns 0 for a mean of 0 without touching the generator), so
+            # only the others are kept: the same numbers as drawing them all, and a block
+            # that is off throughout costs no draw at all
+            periods, s = [], a
             while True:
                 e = min(switch_at, b)
-                if e > s:
-                    starts.append(s)
-                    lengths.append(e - s)
-                    seg_rates.append(rates[on])
+                if e > s and rates[on] > 0:
+                    periods.append((s, e - s, rates[on]))
                 if switch_at >= b:
                     break
                 s, on = switch_at, not on
                 switch_at += means[on] * next(unit_exp)
-            # a period at rate 0 draws nothing (numpy's Poisson returns 0 for a mean of 0
-            # without touching the generator), so only the others are drawn: the same numbers
-            # as drawing them all, and a block that is off throughout costs no draw at all
-            drawn = [j for j, rate in enumerate(seg_rates) if rate > 0]
-            if not drawn:
-                yield b, np.empty(0)
+            if not periods:
+                yield b, EMPTY
                 continue
-            seg_len = np.asarray([lengths[j] for j in drawn])
             # one scalar draw per period, in order: the numbers an array of means gives, at a
             # fifteenth of the cost (numpy checks an array of means with reductions)
-            counts = np.array([rng.poisson(seg_rates[j] * lengths[j]) for j in drawn],
-                              dtype=np.int64)
-            x = np.repeat(np.asarray([starts[j] for j in drawn]), counts) + np.repeat(
-                seg_len, counts) * rng.random(int(counts.sum()))
+            counts = [rng.poisson(rate * length) for _, length, rate in periods]
+            x = rng.random(sum(counts))  # then start + length * u, period by period
+            if len(periods) == 1:  # mostly: in place, as sorted_uniform does
+                x *= periods[0][1]
+                x += periods[0][0]
+            else:
+                starts, lengths, _ = np.array(periods).T
+                x = starts.repeat(counts) + lengths.repeat(counts) * x
             x.sort()
-            yield b, np.minimum(x, np.nextafter(b, a), out=x)
+            yield b, below(x, a, b)
 
 
 def _unit_exponentials(rng: np.random.Generator, batch: int = 256) -> Iterator[float]:
-    # period lengths are drawn in batches: one numpy call per 256 periods, not per period
+    # period lengths are drawn in batches: one numpy call per 256 periods, not per period;
+    # each made a Python float when it is used (a week uses a handful of the 256)
     while True:
-        yield from rng.standard_exponential(batch).tolist()
+        yield from map(float, rng.standard_exponential(batch))
 
 
 @dataclass(frozen=True)
@@ -233,7 +313,8 @@ class Periodic(SpreadProcess):
         k0 = max(0, math.floor((lo - self.offset_s) / self.every_s))
         k1 = max(k0, math.ceil((hi - self.offset_s) / self.every_s) + 1)
         x = self.offset_s + self.every_s * np.arange(k0, k1, dtype=np.float64)
-        return x[(x >= lo) & (x < hi)]
+        i, j = np.searchsorted(x, (lo, hi))  # increasing: those in [lo, hi) are x[i:j]
+        return x[i:j]
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sim.workload.distributions import Distribution
+from sim.workload.distributions import Distribution, filled
 
 
 class SessionBatch(NamedTuple):
@@ -63,7 +63,8 @@ class SessionModel:
             temp = self.temp_bytes.sample(rng, n)
         return SessionBatch(
             duration_s=duration,
-            cpu=np.full(n, self.cpu_per_session),
-            memory_gb=np.full(n, self.memory_gb_per_session),
+            cpu=filled(n, self.cpu_per_session),
+            memory_gb=filled(n, self.memory_gb_per_session),
             temp_bytes=temp,
         )
+

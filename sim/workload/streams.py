@@ -61,10 +61,21 @@ def grid(t0: float, t1: float) -> Iterator[tuple[float, float]]:
 
 
 def sorted_uniform(rng: np.random.Generator, a: float, b: float, n: int) -> np.ndarray:
-    x = a + (b - a) * rng.random(n)
+    x = rng.random(n)
+    x *= b - a  # a + (b - a) * u, computed in place: the same numbers, no temporaries
+    x += a
     x.sort()
-    # a + (b - a) * u can round up to b itself; the window is half-open
-    return np.minimum(x, np.nextafter(b, a), out=x)
+    return below(x, a, b)
+
+
+def below(x: np.ndarray, a: float, b: float) -> np.ndarray:
+    """Sorted instants drawn in [a, b), those at b or past it moved just below b, in place.
+
+    a + (b - a) * u can round up to b itself, and the window is half-open. Sorted, the
+    last is the largest: looking at it is cheaper than clamping them all."""
+    if x.size and x[-1] >= b:
+        np.minimum(x, math.nextafter(b, a), out=x)
+    return x
 
 
 class ArrivalProcess(ABC):
@@ -144,9 +155,15 @@ class SpreadProcess(ArrivalProcess):
             return EMPTY.copy()
         x = self.anchors(t0 - self.spread, t1)
         if self.spread > 0:
-            x = x + self.spread * rng.random(x.size)
-        x = np.sort(x)
-        return x[(x >= t0) & (x < t1)]
+            u = rng.random(x.size)
+            u *= self.spread  # x + spread * u, in place
+            u += x
+            u.sort()
+            x = u
+        else:
+            x = np.sort(x)  # a copy: the anchors may be the trace's own
+        i, j = np.searchsorted(x, (t0, t1))  # sorted: those in [t0, t1) are x[i:j]
+        return x[i:j]
 
     def _blocks(self, rng: np.random.Generator, t0: float, t1: float) -> Iterator[Block]:
         carry = EMPTY

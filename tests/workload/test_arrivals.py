@@ -12,6 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.workload import BLOCK_S, Bursty, Diurnal, Periodic, Poisson, Replay, chunks
+from sim.workload.arrivals import _day_remainder
+from sim.workload.streams import below
 
 DAY = 86_400.0
 HOUR = 3_600.0
@@ -96,6 +98,36 @@ def test_diurnal_hourly_profile_is_piecewise_constant() -> None:
     assert set(np.unique(hour).tolist()) == {9.0, 10.0}
     assert within_sigmas(np.count_nonzero(hour == 9), 50 * 30, 50 * 30)
     assert within_sigmas(np.count_nonzero(hour == 10), 150 * 30, 150 * 30)
+
+
+def _near_day_ends(offset: float) -> np.ndarray:
+    """Instants whose hour of day is hard to round: a few ulps either side of each day's
+    end (after `offset`), over +-30 days and up to 2**52 s away; zeros; random ones."""
+    g = rng(16)
+    ends = np.concatenate([np.arange(-30.0, 31.0), g.integers(-2**35, 2**35, 2_000)]) * DAY
+    near = [ends, np.array([0.0, -0.0, 1e-300, -1e-300, 5e-324, -5e-324])]
+    down, up = ends, ends
+    for _ in range(4):
+        down, up = np.nextafter(down, -np.inf), np.nextafter(up, np.inf)
+        near += [down, up]
+    near += [g.uniform(-1e9, 1e9, 20_000), g.uniform(-2.0**52, 2.0**52, 2_000)]
+    return np.concatenate(near) - offset
+
+
+def test_the_remainder_of_a_day_is_numpys_to_the_bit() -> None:
+    x = _near_day_ends(0.0)
+    assert _day_remainder(x.copy()).tobytes() == (x % DAY).tobytes()
+
+
+@pytest.mark.parametrize("kind", ["diurnal", "hourly"])
+def test_the_rate_at_instants_within_bounds_is_the_rate(kind: str) -> None:
+    # the blocks read the hour of day with `_day_remainder` (their instants are bounded),
+    # `rate_per_hour` with numpy's %: the same rates
+    d = KINDS[kind]
+    assert isinstance(d, Diurnal)
+    t = _near_day_ends(d.start_hour_offset_s)
+    t = t[np.abs(t) < 2.0**51]
+    assert d._rates(t, float(t.min()), float(t.max())).tobytes() == d.rate_per_hour(t).tobytes()
 
 
 @pytest.mark.parametrize("kind", ["diurnal", "hourly"])
@@ -246,6 +278,37 @@ def test_chunk_size_does_not_change_the_stream(kind: str, chunk_s: float) -> Non
         lo = t0 + j * chunk_s
         assert np.all((part >= lo) & (part < min(t1, lo + chunk_s)))
     assert np.array_equal(np.concatenate(parts), whole)
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from(sorted(KINDS)), t0=st.floats(-DAY, 3 * DAY),
+       length=st.sampled_from([BLOCK_S, 7 * BLOCK_S]) | st.floats(1e-3, 4 * DAY),
+       seed=st.integers(0, 2**32 - 1))
+def test_times_at_once_are_the_blocks_drawn_one_by_one(kind: str, t0: float, length: float,
+                                                        seed: int) -> None:
+    # some kinds draw `times` otherwise than block by block (Diurnal: the rate at all the
+    # blocks' instants at once; the spread kinds: the anchors of the whole window): the
+    # numbers are those of the blocks, and the generator ends where they leave it
+    process, t1 = KINDS[kind], t0 + length
+    at_once, by_block = rng(seed), rng(seed)
+    whole = process.times(at_once, t0, t1)
+    (joined,) = chunks(process, by_block, t0, t1, chunk_s=1e12)
+    assert whole.dtype == joined.dtype and whole.tobytes() == joined.tobytes()
+    assert at_once.random() == by_block.random()
+
+
+def test_an_instant_rounded_up_to_the_end_of_its_block_is_moved_just_below_it() -> None:
+    below_5 = np.nextafter(5.0, 1.0)
+    assert below(np.array([1.0, 2.0, 5.0, 5.0]), 1.0, 5.0).tolist() == [1.0, 2.0, below_5,
+                                                                          below_5]
+    assert below(np.array([1.0, 4.5]), 1.0, 5.0).tolist() == [1.0, 4.5]
+    assert below(np.empty(0), 1.0, 5.0).size == 0
+
+
+def test_an_hour_of_day_rounded_up_to_24_is_the_last_hour() -> None:
+    t = np.array([-1e-300])  # t % DAY rounds up to DAY itself
+    assert ((t % DAY) / HOUR).tolist() == [24.0]
+    assert Diurnal(hourly=[float(h) for h in range(24)]).rate_per_hour(t).tolist() == [23.0]
 
 
 @pytest.mark.parametrize("kind", ["poisson", "diurnal", "hourly", "replay"])
