@@ -473,6 +473,8 @@ def op_order(*advanced: Advanced, at: np.ndarray | None = None) -> list[tuple[fl
     the event that created it was scheduled); `at`: only those created at one of these
     instants (sorted). Operations of several computes at one instant were created in the
     order their events were scheduled (SimPy's queue is first in, first out)."""
+    if not advanced:  # a project without computes: its storage lane alone
+        return []
     ns = [int(adv.out["i"][k.N_OPS]) for adv in advanced]
     created, sched = (np.concatenate([adv.out[name][:n] for adv, n in zip(advanced, ns,
                                                                            strict=True)])

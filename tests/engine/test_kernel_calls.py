@@ -62,3 +62,11 @@ def test_outputs_are_named_once_each_packed_ones_as_rows() -> None:
         if isinstance(entry, tuple):
             for row, name in enumerate(entry):
                 assert np.shares_memory(out[name], value) and out[name].tolist() == value[row].tolist()
+
+
+def test_a_project_without_computes_has_no_operations_to_order() -> None:
+    from sim.engine.physics_run import op_order
+
+    # the storage replay asks for every compute's operations at its lane's instants
+    assert op_order() == []
+    assert op_order(at=np.array([60.0, 120.0])) == []
