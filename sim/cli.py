@@ -11,7 +11,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, closing, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,15 +53,29 @@ def cmd_validate(args: argparse.Namespace) -> int:
         scenario = load_scenario(args.file)
     except ScenarioError as err:
         return _fail(str(err))
-    instances = scenario.instances()
-    computes = sum(len(b.computes) for inst in instances for b in inst.template.branches)
-    print(f"{args.file}: ok: scenario {scenario.name!r}, {len(instances)} projects, "
-          f"{computes} computes, {scenario.duration:g} s simulated")
+    print(f"{args.file}: ok: scenario {scenario.name!r}, {scenario.project_count()} projects, "
+          f"{scenario.compute_count()} computes, {scenario.duration:g} s simulated")
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a scenario; write Parquet tables, summary, charts and report.html to --out."""
+    # the workers' modules load beside the checks of the file
+    with _fork_server(args.workers is not None and args.workers > 0 and not args.scheduler):
+        return _run(args)
+
+
+def _fork_server(embedded: bool) -> AbstractContextManager[object]:
+    """For a command that starts the embedded cluster: the fork server its workers come
+    from, started now and stopped (with the workers it reaped) when the command is done."""
+    if not embedded:
+        return nullcontext()
+    from sim.fork_server import own_fork_server
+
+    return own_fork_server()
+
+
+def _run(args: argparse.Namespace) -> int:
     from sim.results_dir import ResultsExist, check_target, discard, publish, staging_dir, write_run
     from sim.scenario.loader import ScenarioError, load_scenario
 
@@ -79,7 +93,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sim.cluster import started_client  # the workers boot while the modules below load
 
     cluster = started_client(args.workers, args.scheduler) if args.workers or args.scheduler \
-        else nullcontext()
+        else None
     from sim.fleet import run_fleet
     from sim.metrics import summary_table
     from sim.scenario.runner import ScenarioRunError
@@ -89,8 +103,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         try:
             with _progress(args.quiet, f"simulating {scenario.name}") as update, \
-                    cluster as client:
-                result = run_fleet(args.file, seed=args.seed, client=client, progress=update)
+                    closing(cluster) if cluster is not None else nullcontext():
+                result = run_fleet(args.file, seed=args.seed, cluster=cluster, progress=update)
         except (ScenarioRunError, OSError, TimeoutError) as err:
             return _run_failure(args, err)
         simulated = time.perf_counter() - started
@@ -158,7 +172,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         settings = [parse_setting(text) for text in args.set]
-        with _batch_progress(args.quiet, "sweep") as update:
+        with _fork_server(args.scheduler is None and args.workers != 0), \
+                _batch_progress(args.quiet, "sweep") as update:
             result = run_sweep(args.file, settings, replications=args.replications,
                            workers=args.workers, scheduler=args.scheduler, progress=update)
     except (ScenarioError, SweepError) as err:
@@ -188,7 +203,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         targets = as_targets(args.slo)  # refused before the progress bar shows
-        with _batch_progress(args.quiet, "recommend") as update:
+        with _fork_server(args.scheduler is None and args.workers != 0), \
+                _batch_progress(args.quiet, "recommend") as update:
             rec = recommend(args.file, targets, args.space or (),
                             replications=args.replications, workers=args.workers,
                             scheduler=args.scheduler, progress=update)

@@ -2,9 +2,12 @@
 
 `open_client` gives a client for the run's duration. `started_client` starts the
 same on a thread and hands it over when asked: `sim run --workers N` starts
-its workers first, so that they boot (each a fresh interpreter importing the
-simulator) while the command itself loads the modules it needs for the run.
-This module imports nothing heavy at the top, for that reason.
+its workers first, so that they boot while the command itself loads the modules
+it needs for the run. This module imports nothing heavy at the top, for that reason.
+
+The embedded cluster's workers are forked from a fork server that has loaded what
+every worker needs (`sim.fork_server`); where there is none (Windows) they are
+spawned and load it on their first task.
 """
 
 from __future__ import annotations
@@ -47,27 +50,38 @@ def local_cluster(workers: int | None) -> Any:
 
     from distributed import LocalCluster
 
+    from sim.fork_server import start_fork_server
     from sim.worker_exit import HeapLeftAtExit
 
     # dashboard off; the scheduler's small HTTP server (health, metrics) takes any free
     # port instead of 8787, which another cluster on this machine may hold
-    with _worker_environment():
+    with _cluster_settings(forked=start_fork_server()):
         return LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
                             processes=True, host="127.0.0.1", dashboard_address=None,
                             scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                             silence_logs=logging.ERROR, plugins={HeapLeftAtExit()})
 
 
-def _worker_environment() -> Any:
-    """dask starts its workers with MALLOC_TRIM_THRESHOLD_ set, to hand freed memory back
-    to the system early; setting it also fixes glibc's threshold for mapping large blocks
-    at 128 KiB, so every array a run allocates and frees costs fresh pages: 15 % more CPU
-    for a shard. The embedded cluster's workers keep glibc's own, adaptive thresholds."""
+def _cluster_settings(forked: bool) -> Any:
+    """dask's settings for the embedded cluster, while it starts (its workers take them
+    along): the workers' environment (`worker_environ`), forked from the fork server
+    when it runs; and dask's own timers slowed down. Each of the scheduler, the nannies
+    and the workers checks its event loop's latency every 20 ms, the memory of its
+    process every 100 ms and the machine's every 500 ms: on two CPUs shared by two
+    workers, the client's share of that took a second of a run's time from them."""
     import dask
 
-    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
-    environ.pop("MALLOC_TRIM_THRESHOLD_", None)
-    return dask.config.set({"distributed.nanny.pre-spawn-environ": environ})
+    from sim.fork_server import worker_environ
+
+    settings: dict[str, Any] = {
+        "distributed.nanny.pre-spawn-environ": worker_environ(),
+        "distributed.admin.tick.interval": "500ms",
+        "distributed.worker.memory.monitor-interval": "500ms",
+        "distributed.admin.system-monitor.interval": "2s",
+    }
+    if forked:
+        settings["distributed.worker.multiprocessing-method"] = "forkserver"
+    return dask.config.set(settings)
 
 
 def worker_count(client: Any) -> int:
@@ -81,6 +95,8 @@ class started_client:  # noqa: N801 - used like `open_client`, as a context mana
     it); leaving closes both. A scheduler's address is simply connected to on entering."""
 
     def __init__(self, workers: int | None = None, scheduler: str | None = None):
+        #: the workers it will have: known ahead for the embedded cluster, not at an address
+        self.workers = None if scheduler is not None else workers or default_workers()
         self._scheduler = scheduler
         self._stack = ExitStack()
         self._cluster: Any = None

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.cluster import open_client, worker_count
+from sim.cluster import default_workers, open_client, worker_count
 from sim.engine.records import RunResult
 from sim.rules.timeouts import effective_suspend_timeout
 from sim.scenario.loader import _parse_yaml, load_scenario, parse_scenario  # the loader's YAML
@@ -365,36 +365,53 @@ def run_fleet(
     workers: int | None = None,
     scheduler: str | None = None,
     client: Any = None,
+    cluster: Any = None,
     shards: int | None = None,
     progress: RunProgress | None = None,
 ) -> RunResult:
     """Run a scenario, whole or split by project instance across dask workers.
 
-    With none of workers, scheduler or client the run happens in this
+    With none of workers, scheduler, client or cluster the run happens in this
     process. `workers=N` starts an embedded LocalCluster of N processes;
     `scheduler="tcp://host:port"` uses an existing cluster; `client` an open
-    dask Client. Either way the result is in canonical order and, for one
-    seed, the same rows in the same order. Raises ScenarioError or
-    ScenarioRunError.
+    dask Client; `cluster` a `sim.cluster.started_client` not yet entered (the
+    shards are planned while its workers start). Either way the result is in
+    canonical order and, for one seed, the same rows in the same order. Raises
+    ScenarioError or ScenarioRunError.
     """
     src = read_source(source)
     scenario = src.scenario()
     order = instance_order(scenario)
     keys = list(order)
-    if client is None and scheduler is None and not workers:
+    if client is None and scheduler is None and cluster is None and not workers:
         result = run_scenario(scenario, seed=seed, progress=progress)
         return canonical_result([(result, keys)], order)
     relay = None if progress is None else _run_progress(progress, scenario.duration)
-    context = nullcontext(client) if client is not None else open_client(workers, scheduler)
-    with context as active:
+    if cluster is None:
+        cluster = nullcontext(client) if client is not None else open_client(workers, scheduler)
+        embedded = client is None and scheduler is None
+        expected = (workers or default_workers()) if embedded else None
+    else:
+        expected = cluster.workers
+    planned = None if expected is None else _plan(src, scenario, seed, shards, expected)
+    with cluster as active:
         workers_now = worker_count(active)
-        plan = plan_shards(scenario, shards or SHARDS_PER_WORKER * workers_now, workers_now)
-        calls = [((shard_document(src, scenario, shard), src.base_dir, seed, shard.keys),
-                  scenario.duration) for shard in plan]
+        if planned is None or workers_now != expected:
+            planned = _plan(src, scenario, seed, shards, workers_now)
+        plan, calls = planned
         results = run_tasks(active, run_shard, calls, relay,
                             priority=[shard.weight for shard in plan],
                             at_once=workers_now)
     return canonical_result([(r, s.keys) for r, s in zip(results, plan, strict=True)], order)
+
+
+def _plan(src: Source, scenario: Scenario, seed: int | None, shards: int | None,
+          workers: int) -> tuple[list[Shard], list[tuple[tuple, float]]]:
+    """The shards for `workers` workers, and each shard's task arguments."""
+    plan = plan_shards(scenario, shards or SHARDS_PER_WORKER * workers, workers)
+    calls = [((shard_document(src, scenario, shard), src.base_dir, seed, shard.keys),
+              scenario.duration) for shard in plan]
+    return plan, calls
 
 
 def _run_progress(progress: RunProgress, duration: float) -> BatchProgress:

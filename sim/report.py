@@ -129,10 +129,9 @@ def _template_label(scenario: Scenario, p: ProjectSpec) -> str:
 
 
 def fleet_line(scenario: Scenario) -> str:
-    instances = scenario.instances()
-    computes = sum(len(b.computes) for i in instances for b in i.template.branches)
     templates = ", ".join(f"{p.name} × {p.count:,}" for p in scenario.projects)
-    return f"{len(instances):,} projects ({templates}), {computes:,} computes"
+    return (f"{scenario.project_count():,} projects ({templates}), "
+            f"{scenario.compute_count():,} computes")
 
 
 # ---- the page --------------------------------------------------------------------------------

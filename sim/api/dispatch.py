@@ -97,3 +97,14 @@ def dispatch(cp: ControlPlane, method: str, path: str, body: Any = None) -> tupl
         finally:
             d.server.cp = d.idle  # hold no one's fleet
         return status, json.loads(payload) if payload else None
+
+
+def reset() -> None:
+    """Close the event loops scripted calls ran on and drop the app; the next call builds
+    them again. For a process about to fork (the cluster's fork server), which should pass
+    on no event loop of its own."""
+    global _dispatcher
+    with _lock:
+        if _dispatcher is not None:
+            _dispatcher.loops.close()
+            _dispatcher = None

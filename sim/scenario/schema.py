@@ -508,6 +508,14 @@ class Scenario(Spec):
             ProjectInstance(p, i, f"{p.name}[{i}]") for p in self.projects for i in range(p.count)
         ]
 
+    def project_count(self) -> int:
+        """How many projects the run creates (`len(instances())`, without making them)."""
+        return sum(p.count for p in self.projects)
+
+    def compute_count(self) -> int:
+        """How many computes the run's projects declare."""
+        return sum(p.count * sum(len(b.computes) for b in p.branches) for p in self.projects)
+
     def engine_config(self) -> EngineConfig:
         e, f = self.engine, self.faults
         durations = dict(_ENGINE.operation_durations)

@@ -259,3 +259,24 @@ def test_tasks_go_out_as_workers_free_up_highest_priority_first(tmp_path: Path) 
     by_priority = [1, 3, 2, 4, 0]
     assert log.read_text().split("\n")[:-1] == [
         f"{step} {mark}" for mark in by_priority for step in ("start", "end")]
+
+
+def test_a_run_plans_its_shards_while_the_cluster_starts(monkeypatch) -> None:
+    """Given a started cluster not yet entered, run_fleet plans the shards for its known
+    worker count first, then waits for the workers, runs, and closes the cluster."""
+    import sim.fleet as fleet
+    from sim.cluster import started_client
+
+    events: list[str] = []
+    plan = fleet._plan
+    monkeypatch.setattr(fleet, "_plan", lambda *a: events.append("plan") or plan(*a))
+    started = started_client(2)
+    enter = type(started).__enter__
+    monkeypatch.setattr(type(started), "__enter__",
+                        lambda self: events.append("enter") or enter(self))
+    result = run_fleet(QUICKSTART, cluster=started)
+    assert events == ["plan", "enter"]  # planned once, for the 2 workers it was to have
+    assert started._cluster.status.name == "closed"
+    single, split = frames(run_fleet(QUICKSTART)), frames(result)
+    for table in TABLES:
+        assert single[table].equals(split[table]), table

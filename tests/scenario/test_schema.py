@@ -51,6 +51,15 @@ def test_every_shipped_scenario_loads(path: Path) -> None:
                     assert compute.session_model() is not None
 
 
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_counts_are_those_of_the_instances(path: Path) -> None:
+    scenario = load_scenario(path)
+    instances = scenario.instances()
+    assert scenario.project_count() == len(instances)
+    assert scenario.compute_count() == sum(
+        len(b.computes) for inst in instances for b in inst.template.branches)
+
+
 def expected_sessions(path: Path) -> float:
     s = load_scenario(path)
     total = 0.0

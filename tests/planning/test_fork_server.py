@@ -1,0 +1,117 @@
+"""The embedded cluster's workers fork from a server that has loaded what they need."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from multiprocessing import forkserver
+
+import dask
+import pytest
+
+from sim.fleet import run_fleet
+from sim.fork_server import (
+    fork_server_running,
+    own_fork_server,
+    start_fork_server,
+    stop_fork_server,
+    worker_environ,
+)
+from sim.metrics import TABLES, frames
+from tests.planning.conftest import QUICKSTART
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no fork server there")
+
+
+def _what_a_worker_holds() -> dict:
+    """Run on a worker before it has run any shard."""
+    import gc
+
+    loaded = {name: name in sys.modules
+              for name in ("sim.fleet", "sim.api.dispatch", "sim.engine.storage_kernel")}
+    from sim.engine import physics, storage_kernel
+
+    return {"loaded": loaded,
+            "kernels": [len(physics.advance.signatures), len(storage_kernel.replay.signatures)],
+            "threads for numpy": os.environ.get("OPENBLAS_NUM_THREADS"),
+            "frozen": gc.get_freeze_count(),
+            "parent": os.getppid()}
+
+
+def test_workers_start_with_the_simulator_and_its_kernels_loaded() -> None:
+    from sim.fleet import open_client
+
+    with open_client(2) as client:
+        held = client.run(_what_a_worker_holds)
+        result = run_fleet(QUICKSTART, client=client)
+    assert len(held) == 2
+    server = forkserver._forkserver._forkserver_pid
+    for worker in held.values():
+        assert worker["loaded"] == {"sim.fleet": True, "sim.api.dispatch": True,
+                                    "sim.engine.storage_kernel": True}
+        assert min(worker["kernels"]) >= 1  # loaded from the cache before any task
+        assert worker["threads for numpy"] == "1"
+        assert worker["frozen"] > 10_000  # what the server loaded stays out of gc passes
+        assert worker["parent"] == server
+    single, split = frames(run_fleet(QUICKSTART)), frames(result)
+    for table in TABLES:  # and the same rows as one process gives
+        assert single[table].equals(split[table]), table
+
+
+def test_the_warm_up_leaves_no_thread_and_no_event_loop_to_fork() -> None:
+    """What the fork server holds when it forks: the warm-up's kernels, but no thread
+    (a fork copies none of them, and their locks could be held) and no event loop."""
+    code = ("import sys, threading, sim.worker_boot; d = sys.modules['sim.api.dispatch'];"
+            "from sim.engine import physics, storage_kernel as s;"
+            "print(threading.active_count(), d._dispatcher is None,"
+            " len(physics.advance.signatures), len(s.replay.signatures),"
+            " __import__('os').environ['OMP_NUM_THREADS'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "OMP_NUM_THREADS": "7"})
+    threads, no_dispatcher, advance, replay, omp = out.stdout.split()
+    assert (threads, no_dispatcher) == ("1", "True")
+    assert omp == "7"  # a variable the user set wins, as with the workers dask spawns
+    assert int(advance) >= 1 and int(replay) >= 1
+    assert out.stderr == ""
+
+
+def test_worker_environment_is_dasks_without_its_trim_threshold(monkeypatch) -> None:
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "SIM_PROBE"):
+        monkeypatch.delenv(name, raising=False)
+    environ = worker_environ()
+    assert "MALLOC_TRIM_THRESHOLD_" not in environ
+    assert environ["OMP_NUM_THREADS"] == environ["OPENBLAS_NUM_THREADS"] == "1"
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": {"SIM_PROBE": 3,
+                                                                  "OMP_NUM_THREADS": 2}}):
+        mine = worker_environ()
+    assert mine["SIM_PROBE"] == "3" and mine["OMP_NUM_THREADS"] == "2"
+    assert mine["OPENBLAS_NUM_THREADS"] == "1"  # the packaged default under the user's
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    assert worker_environ()["OMP_NUM_THREADS"] == "4"  # the environment's own wins
+
+
+def test_a_command_stops_its_fork_server_and_waits_for_it() -> None:
+    stop_fork_server()
+    with own_fork_server() as started:
+        pid = forkserver._forkserver._forkserver_pid
+        assert started and pid is not None
+        os.kill(pid, 0)  # running
+    assert not fork_server_running()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped already: its children's CPU time is counted
+    assert start_fork_server()  # and a later cluster starts another
+    pid = forkserver._forkserver._forkserver_pid
+    with own_fork_server():
+        pass
+    assert forkserver._forkserver._forkserver_pid == pid  # one it did not start, it leaves
+
+
+def test_sim_run_with_workers_leaves_no_fork_server_behind(tmp_path) -> None:
+    from sim.cli import main
+
+    stop_fork_server()
+    assert main(["run", str(QUICKSTART), "--workers", "1", "--quiet",
+                 "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "summary.json").exists()
+    assert not fork_server_running()
