@@ -153,34 +153,6 @@ def simpy_timeouts_per_cpu_s(steps: int = 300_000) -> float:
     return steps / (time.process_time() - cpu)
 
 
-#: a small scenario whose run takes every road a shipped one may take once: a storage
-#: lifecycle (detach, archive, the waits they cause) and a scripted call
-WARM_UP = """
-name: warm-up
-seed: 1
-duration: 1d
-engine: {detach_after: 1h, archive_after: 1h}
-projects:
-  - name: p
-    branches:
-      - name: main
-        computes:
-          - type: read_write
-            suspend_timeout_seconds: 60
-            workload: &w
-              arrivals: {kind: bursty, on_per_hour: 60, off_per_hour: 0, mean_on: 20m,
-                         mean_off: 3h}
-              session: {dist: exponential, mean_s: 30}
-      - name: dev
-        computes:
-          - {type: read_write, suspend_timeout_seconds: 60, workload: *w}
-actions:
-  - at: 12h
-    call: PATCH /projects/{p[0]}/endpoints/{p[0].main.read_write}
-    body: {endpoint: {suspend_timeout_seconds: 120}}
-"""
-
-
 def warm_up() -> None:
     """Small runs of each side, untimed: what a process pays once (imports, the kernels'
     compiled code loaded from their on-disk cache, ~0.9 s; the API's handlers that
@@ -189,11 +161,12 @@ def warm_up() -> None:
 
     from sim.scenario.loader import parse_scenario
     from sim.scenario.runner import run_scenario
+    from sim.warm_up import warm_up as every_road
 
     scenario = parse_scenario(fleet_text(2, 1.0))
     run_scenario(scenario)
     run_peer(scenario, draw_workloads(scenario))
-    run_scenario(parse_scenario(WARM_UP))
+    every_road()
 
 
 def measure_alone(name: str, quick: bool) -> dict:

@@ -2,8 +2,8 @@
 
 The embedded cluster's workers are forked from multiprocessing's fork server
 (`sim.cluster`), which imports this module before it forks any: dask, the
-simulator, the API's route handlers (scripted calls go through them), and a run of
-a one-compute day with every feature whose code loads on first use, which brings
+simulator, the API's route handlers (scripted calls go through them), and a small
+run with every feature whose code loads on first use (`sim.warm_up`), which brings
 the compiled kernels in from their on-disk cache. Each worker is a copy of that
 process and starts its first shard with all of it in memory.
 
@@ -23,48 +23,7 @@ os.environ.update(worker_environ())  # before numpy loads: its threads are count
 
 import distributed  # noqa: E402, F401  (what the worker process itself runs on)
 
-#: one compute for three hours: the fleet path with autoscaling and the pooler, hourly
-#: availability checks and operation failures (the storage lane's kernel), and a
-#: scripted call (the API's handlers)
-WARM_UP = """
-name: worker-warm-up
-seed: 1
-duration: 3h
-record_connections: off
-record_events: off
-engine: {check_availability_every: 1h}
-faults: {operation_failure_rate: 0.01}
-projects:
-  - name: p
-    branches:
-      - name: main
-        computes:
-          - type: read_write
-            autoscaling: {min_cu: 0.25, max_cu: 4}
-            pooler_enabled: true
-            workload:
-              arrivals: {kind: poisson, per_hour: 60}
-              session: {dist: exponential, mean_s: 30}
-              cpu_per_session: 0.1
-actions:
-  - at: 1h
-    call: PATCH /projects/{p[0]}/endpoints/{p[0].main.read_write}
-    body: {endpoint: {suspend_timeout_seconds: 120}}
-"""
-
-
-def warm_up() -> None:
-    """Run WARM_UP, then close the event loop its scripted call ran on: a process that
-    forks passes on no loop of its own."""
-    from sim.api.dispatch import reset
-    from sim.scenario.loader import parse_scenario
-    from sim.scenario.runner import run_scenario
-
-    try:
-        run_scenario(parse_scenario(WARM_UP, source="worker warm-up"))
-    finally:
-        reset()
-
+from sim.warm_up import warm_up  # noqa: E402
 
 try:
     warm_up()

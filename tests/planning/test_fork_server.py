@@ -115,3 +115,37 @@ def test_sim_run_with_workers_leaves_no_fork_server_behind(tmp_path) -> None:
                  "--out", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "summary.json").exists()
     assert not fork_server_running()
+
+
+WARMED = """
+import glob, sys
+from sim.warm_up import warm_up
+
+def loaded():
+    return {f"{name}.{attr}": len(value.signatures)
+            for name, module in list(sys.modules.items()) if name.startswith("sim.")
+            for attr, value in vars(module).items()
+            if hasattr(value, "signatures") and hasattr(value, "py_func")}
+
+warm_up()
+before = loaded()
+from sim.scenario.loader import load_scenario
+from sim.scenario.runner import run_scenario
+for path in sorted(glob.glob("scenarios/*.yaml")):
+    run_scenario(load_scenario(path))
+after = loaded()
+print(sum(before.values()), sorted(k for k in after if after[k] != before.get(k)))
+"""
+
+
+def test_after_the_warm_up_no_shipped_scenario_loads_another_kernel() -> None:
+    """What a forked worker holds covers what every shipped scenario calls: none of them
+    makes a worker load or compile a kernel in its first shard."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", WARMED], capture_output=True, text=True,
+                         check=True, cwd=root)
+    loaded, new = out.stdout.split(" ", 1)
+    assert int(loaded) >= 2  # the compute kernel and the storage lane's
+    assert new.strip() == "[]"
