@@ -379,6 +379,17 @@ def run_fleet(
     canonical order and, for one seed, the same rows in the same order. Raises
     ScenarioError or ScenarioRunError.
     """
+    try:
+        return _run_fleet(source, seed, workers, scheduler, client, cluster, shards, progress)
+    except BaseException:
+        if cluster is not None:  # started, maybe never entered
+            cluster.close()
+        raise
+
+
+def _run_fleet(source: str | Path | Mapping[str, Any] | Source, seed: int | None,
+               workers: int | None, scheduler: str | None, client: Any, cluster: Any,
+               shards: int | None, progress: RunProgress | None) -> RunResult:
     src = read_source(source)
     scenario = src.scenario()
     order = instance_order(scenario)

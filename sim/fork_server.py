@@ -11,15 +11,19 @@ A command that starts the server stops it when it is done (`own_fork_server`), s
 it leaves no process behind, and the CPU time of its workers (the server reaps
 them) counts as the command's own children's, which is what `time` and the
 benchmarks read. A library caller keeps the server for the life of its process,
-and the workers of its next cluster fork from it at once.
+and the workers of its next cluster fork from it at once. It is the process's
+own fork server: whatever else in that process starts processes that way forks
+them from it too.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from multiprocessing import forkserver
 from pathlib import Path
 from typing import Any
@@ -37,15 +41,50 @@ def start_fork_server() -> bool:
     workers then load what they need on their first task."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return False
+    if fork_server_running():
+        return True
     forkserver.set_forkserver_preload([WORKER_BOOT])  # read only when the server starts
-    forkserver.ensure_running()
+    try:
+        with _this_import_path():
+            forkserver.ensure_running()
+    except OSError:  # no server: the workers are spawned
+        return False
     return True
 
 
+@contextmanager
+def _this_import_path() -> Iterator[None]:
+    """The server imports `sim` from where this process does. multiprocessing hands it this
+    process's search path, which Python 3.11's fork server leaves unused; and as a
+    `python -c` it would search the current directory first, where another `sim` may
+    be. So it starts with this process's search path, and without the current directory
+    in front; both only in the environment it starts with."""
+    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", "PYTHONSAFEPATH")}
+    os.environ["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p or os.curdir) for p in sys.path)
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def stop_fork_server() -> None:
-    """Stop the fork server and wait for it to exit, along with the workers it reaped."""
-    stop = getattr(forkserver._forkserver, "_stop", None)  # multiprocessing's own, for tests
-    if stop is not None:
+    """Stop the fork server and wait for it to exit, along with the workers it reaped.
+
+    Stopped, not asked: a server still loading (a command that failed on its file) would
+    finish loading first, and one whose worker lingers would wait for it."""
+    server = forkserver._forkserver
+    pid = getattr(server, "_forkserver_pid", None)
+    stop = getattr(server, "_stop", None)  # multiprocessing's own (its tests use it)
+    if pid is None or stop is None:
+        return
+    with suppress(OSError):
+        os.kill(pid, signal.SIGTERM)
+    with suppress(OSError):  # gone already: there is nothing left to stop
         stop()
 
 

@@ -16,8 +16,13 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 
-from sim.fork_server import worker_environ
+# a Ctrl-C in the terminal while this loads is the command's to handle: the server only
+# ignores it once loaded, and would print a traceback; its workers get the handler back
+_interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+from sim.fork_server import worker_environ  # noqa: E402
 
 os.environ.update(worker_environ())  # before numpy loads: its threads are counted then
 
@@ -33,3 +38,4 @@ except Exception:  # noqa: S110 - only a head start: a worker loads what it lack
 # and leaving it out of the collector's passes keeps its pages shared with the server
 gc.collect()
 gc.freeze()
+signal.signal(signal.SIGINT, _interrupt)

@@ -350,7 +350,12 @@ def _old_objects_left_out_of_collections() -> Iterator[None]:
     """A run allocates millions of short-lived objects, and each full pass of Python's
     cycle collector would walk every object alive before it too (pandas, numba, the
     scenario...): half the cost of a small run. Those are frozen out of the passes
-    (`gc.freeze`) while it runs; whatever the run leaves as garbage is collected as usual."""
+    (`gc.freeze`) while it runs; whatever the run leaves as garbage is collected as usual.
+    Where objects are frozen already (a worker forked from the cluster's fork server, whose
+    loaded heap stays frozen), they stay so, and the run leaves the collector as it is."""
+    if gc.get_freeze_count():  # unfreezing after the run would thaw theirs too
+        yield
+        return
     gc.freeze()
     try:
         yield

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from multiprocessing import forkserver
+from pathlib import Path
 
 import dask
 import pytest
@@ -25,16 +26,15 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no fork server 
 
 
 def _what_a_worker_holds() -> dict:
-    """Run on a worker before it has run any shard."""
+    """Run on a worker: what it holds (before any shard, or after)."""
     import gc
 
-    loaded = {name: name in sys.modules
-              for name in ("sim.fleet", "sim.api.dispatch", "sim.engine.storage_kernel")}
     from sim.engine import physics, storage_kernel
 
-    return {"loaded": loaded,
+    # this module's own imports bring in the engine when dask unpickles this function,
+    # but not the API's handlers, which only the fork server's warm-up loads
+    return {"api loaded": "sim.api.dispatch" in sys.modules,
             "kernels": [len(physics.advance.signatures), len(storage_kernel.replay.signatures)],
-            "threads for numpy": os.environ.get("OPENBLAS_NUM_THREADS"),
             "frozen": gc.get_freeze_count(),
             "parent": os.getppid()}
 
@@ -45,15 +45,18 @@ def test_workers_start_with_the_simulator_and_its_kernels_loaded() -> None:
     with open_client(2) as client:
         held = client.run(_what_a_worker_holds)
         result = run_fleet(QUICKSTART, client=client)
+        after = client.run(_what_a_worker_holds)
     assert len(held) == 2
     server = forkserver._forkserver._forkserver_pid
     for worker in held.values():
-        assert worker["loaded"] == {"sim.fleet": True, "sim.api.dispatch": True,
-                                    "sim.engine.storage_kernel": True}
+        assert worker["api loaded"]
         assert min(worker["kernels"]) >= 1  # loaded from the cache before any task
-        assert worker["threads for numpy"] == "1"
         assert worker["frozen"] > 10_000  # what the server loaded stays out of gc passes
         assert worker["parent"] == server
+    for worker, before in zip(after.values(), held.values(), strict=True):
+        # and stays so after a shard (less what it freed: frozen objects still die)
+        assert worker["frozen"] > 0.9 * before["frozen"]
+        assert worker["kernels"] == before["kernels"]  # nothing compiled in the shard
     single, split = frames(run_fleet(QUICKSTART)), frames(result)
     for table in TABLES:  # and the same rows as one process gives
         assert single[table].equals(split[table]), table
@@ -64,13 +67,16 @@ def test_the_warm_up_leaves_no_thread_and_no_event_loop_to_fork() -> None:
     (a fork copies none of them, and their locks could be held) and no event loop."""
     code = ("import sys, threading, sim.worker_boot; d = sys.modules['sim.api.dispatch'];"
             "from sim.engine import physics, storage_kernel as s;"
+            "import signal;"
             "print(threading.active_count(), d._dispatcher is None,"
             " len(physics.advance.signatures), len(s.replay.signatures),"
-            " __import__('os').environ['OMP_NUM_THREADS'])")
+            " __import__('os').environ['OMP_NUM_THREADS'],"
+            " signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**os.environ, "OMP_NUM_THREADS": "7"})
-    threads, no_dispatcher, advance, replay, omp = out.stdout.split()
+    threads, no_dispatcher, advance, replay, omp, interrupt = out.stdout.split()
     assert (threads, no_dispatcher) == ("1", "True")
+    assert interrupt == "True"  # ignored while it loads, Python's own again after
     assert omp == "7"  # a variable the user set wins, as with the workers dask spawns
     assert int(advance) >= 1 and int(replay) >= 1
     assert out.stderr == ""
@@ -149,3 +155,62 @@ def test_after_the_warm_up_no_shipped_scenario_loads_another_kernel() -> None:
     loaded, new = out.stdout.split(" ", 1)
     assert int(loaded) >= 2  # the compute kernel and the storage lane's
     assert new.strip() == "[]"
+
+
+DECOY = """
+import multiprocessing, os, sys
+from sim.fork_server import start_fork_server, stop_fork_server
+assert start_fork_server()
+process = multiprocessing.get_context("forkserver").Process(target=os.getpid)
+process.start()
+process.join()
+stop_fork_server()
+print(process.exitcode, sys.modules["sim"].__file__)
+"""
+
+
+def test_the_server_imports_sim_from_where_the_command_does(tmp_path) -> None:
+    """Run from a directory holding another `sim`, the command (whose search path does not
+    start with that directory) and its fork server import the same one."""
+    decoy = tmp_path / "sim"
+    decoy.mkdir()
+    marker = tmp_path / "decoy imported"
+    (decoy / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    out = subprocess.run([sys.executable, "-P", "-c", DECOY], capture_output=True,
+                         text=True, check=True, cwd=tmp_path)
+    exitcode, imported = out.stdout.split()
+    assert exitcode == "0"
+    assert Path(imported).parent != decoy  # the command's own
+    assert not marker.exists()  # nor did the server import the decoy
+
+
+def test_a_cluster_started_for_a_run_is_closed_when_the_scenario_is_refused() -> None:
+    from sim.cluster import started_client
+    from sim.scenario.loader import ScenarioError
+
+    started = started_client(1)
+    with pytest.raises(ScenarioError):
+        run_fleet({"name": "bad", "duration": "1d", "projects": "none"}, cluster=started)
+    assert started._cluster.status.name == "closed"
+
+
+def test_a_run_keeps_frozen_what_was_frozen_before_it() -> None:
+    """A run freezes the objects alive before it out of the collector's passes and thaws
+    them after; in a process that froze its own first (a forked worker), it leaves both
+    the freeze and the thaw to that process."""
+    import gc
+
+    from sim.scenario.loader import load_scenario
+    from sim.scenario.runner import run_scenario
+
+    scenario = load_scenario(QUICKSTART)
+    assert gc.get_freeze_count() == 0
+    run_scenario(scenario)
+    assert gc.get_freeze_count() == 0  # its own freeze, thawed
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        run_scenario(scenario)
+        assert gc.get_freeze_count() > 0.9 * before
+    finally:
+        gc.unfreeze()
