@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sim.allocator import keep_freed_memory
+from sim.cli_progress import Batch, FilesWritten, SimulatedTime
 from sim.process_exit import exit_without_collecting
 from sim.run_text import days, roads_line
 
@@ -102,7 +103,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         started = time.perf_counter()
         try:
-            with _progress(args.quiet, f"simulating {scenario.name}") as update, \
+            with SimulatedTime(args.quiet, f"simulating {scenario.name}") as update, \
                     closing(cluster) if cluster is not None else nullcontext():
                 result = run_fleet(args.file, seed=args.seed, cluster=cluster, progress=update)
         except (ScenarioRunError, OSError, TimeoutError) as err:
@@ -110,7 +111,7 @@ def _run(args: argparse.Namespace) -> int:
         simulated = time.perf_counter() - started
         started = time.perf_counter()
         staging = staging_dir(out, replace=args.force)
-        with _steps_progress(args.quiet, "writing results") as update:
+        with FilesWritten(args.quiet, "writing results") as update:
             written = write_run(result, scenario, Path(args.file), staging, progress=update)
         publish(staging, out)  # from here on `staging` no longer exists
         writing = time.perf_counter() - started
@@ -173,7 +174,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     try:
         settings = [parse_setting(text) for text in args.set]
         with _fork_server(args.scheduler is None and args.workers != 0), \
-                _batch_progress(args.quiet, "sweep") as update:
+                Batch(args.quiet, "sweep") as update:
             result = run_sweep(args.file, settings, replications=args.replications,
                            workers=args.workers, scheduler=args.scheduler, progress=update)
     except (ScenarioError, SweepError) as err:
@@ -204,7 +205,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     try:
         targets = as_targets(args.slo)  # refused before the progress bar shows
         with _fork_server(args.scheduler is None and args.workers != 0), \
-                _batch_progress(args.quiet, "recommend") as update:
+                Batch(args.quiet, "recommend") as update:
             rec = recommend(args.file, targets, args.space or (),
                             replications=args.replications, workers=args.workers,
                             scheduler=args.scheduler, progress=update)
@@ -392,89 +393,6 @@ def cmd_keys(args: argparse.Namespace) -> int:
         print(f"{r.id:>4}  {r.kind.value:<12} {r.name[:24]:<24} {r.created_at or '-':<28} "
               f"{'revoked' if r.revoked else 'accepted'}")
     return 0
-
-
-# -- plumbing -----------------------------------------------------------------------
-
-
-class _progress:
-    """A rich progress bar over simulated time, on stderr; nothing when quiet."""
-
-    def __init__(self, quiet: bool, label: str):
-        self.quiet = quiet
-        self.label = label
-        self.bar = None
-
-    def __enter__(self) -> Callable[[float, float], None] | None:
-        if self.quiet:
-            return None
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.bar = Progress(
-            TextColumn("{task.description}"), BarColumn(),
-            TextColumn("{task.fields[reached]}"), TimeRemainingColumn(),
-            console=Console(stderr=True), transient=True,
-        )
-        self.bar.start()
-        task = self.bar.add_task(self.label, total=1.0, reached="day 0")
-
-        def update(reached: float, total: float) -> None:
-            self.bar.update(task, completed=reached / total,
-                            reached=f"day {reached / 86_400:.1f} of {total / 86_400:g}")
-
-        return update
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-
-class _steps_progress(_progress):
-    """Files written of all a run writes, and the one just written; nothing when quiet."""
-
-    def __enter__(self) -> Callable[[int, int, str], None] | None:
-        if self.quiet:
-            return None
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        self.bar = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[file]}"), console=Console(stderr=True), transient=True,
-        )
-        self.bar.start()
-        task = self.bar.add_task(self.label, total=None, file="")
-
-        def update(done: int, total: int, name: str) -> None:
-            self.bar.update(task, completed=done, total=total, file=name)
-
-        return update
-
-
-class _batch_progress(_progress):
-    """Runs done, simulated time reached over all runs, and time left; nothing when quiet."""
-
-    def __enter__(self) -> Callable[[int, int, float, float], None] | None:
-        if self.quiet:
-            return None
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.bar = Progress(
-            TextColumn("{task.description}"), BarColumn(),
-            TextColumn("{task.fields[runs]}"), TextColumn("{task.fields[reached]}"),
-            TimeRemainingColumn(), console=Console(stderr=True), transient=True,
-        )
-        self.bar.start()
-        task = self.bar.add_task(self.label, total=1.0, runs="starting workers", reached="")
-
-        def update(done: int, runs: int, reached: float, total: float) -> None:
-            self.bar.update(task, completed=reached / total if total else 1.0,
-                            runs=f"runs {done}/{runs}",
-                            reached=f"simulated {reached / 86_400:.1f} of {total / 86_400:.1f} d")
-
-        return update
 
 
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
