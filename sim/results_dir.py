@@ -122,7 +122,7 @@ def write_run(result: RunResult, scenario: Scenario, scenario_file: Path, out: P
     totals = summary(tables, result, wakes=wakes)
     step(PREPARING)
     write_results(result, out, tables=tables, totals=totals, on_saved=lambda p: step(p.name))
-    charts = draw_charts(tables, totals, out, on_saved=lambda p: step(p.name))
+    charts = draw_charts(tables, totals, out, on_saved=lambda p: step(p.name), fork=True)
     # a copy of the scenario beside its results: the report describes the fleet from it
     shutil.copyfile(scenario_file, out / SCENARIO_FILE)
     step(SCENARIO_FILE)

@@ -19,6 +19,7 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
+from sim.forked import beside
 from sim.metrics.frames import cold_start_waits, start_timestamp
 from sim.metrics.summary import format_number
 from sim.rules.operations import Action
@@ -31,24 +32,50 @@ FAILED = "#d62728"
 
 def draw_charts(
     frames: dict[str, pd.DataFrame], summary: dict[str, Any], out_dir: str | Path,
-    *, on_saved: Callable[[Path], None] | None = None,
+    *, on_saved: Callable[[Path], None] | None = None, fork: bool = False,
 ) -> list[Path]:
     """Draw every chart into out_dir; returns the PNG paths in a fixed order.
 
-    `on_saved` hears of each file as it is written (a progress bar)."""
+    `on_saved` hears of each file as it is written (a progress bar). With `fork`, a
+    forked copy of this process draws some of the charts while this one draws the
+    rest: the same files, in about half the time where a second CPU is free."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for filename, draw in _charts():
-        path = out / filename
-        save(draw(frames, summary), path)
-        paths.append(path)
+    charts = _charts()
+    if not fork:
+        _draw(charts, frames, summary, out, on_saved)
+        return [out / filename for filename, _ in charts]
+    theirs = [chart for chart in charts if chart[0] in _DRAWN_BESIDE]
+    mine = [chart for chart in charts if chart[0] not in _DRAWN_BESIDE]
+    with beside(lambda: _draw(theirs, frames, summary, out, None)) as finished:
+        _draw(mine, frames, summary, out, on_saved)
+        drawn_beside = finished()
+    if drawn_beside:
+        for filename, _ in theirs:
+            if on_saved is not None:
+                on_saved(out / filename)
+    else:  # no copy, or it failed: draw them here (an error in a chart is raised here)
+        _draw(theirs, frames, summary, out, on_saved)
+    return [out / filename for filename, _ in charts]
+
+
+#: the charts a forked copy draws: the costliest two of the five are the time series of
+#: the fleet and of connections, one on each side
+_DRAWN_BESIDE = frozenset({"fleet.png", "cost_by_project.png"})
+
+
+def _draw(charts: list[tuple[str, Chart]], frames: dict[str, pd.DataFrame],
+          summary: dict[str, Any], out: Path, on_saved: Callable[[Path], None] | None) -> None:
+    for filename, draw in charts:
+        path = save(draw(frames, summary), out / filename)
         if on_saved is not None:
             on_saved(path)
-    return paths
 
 
-def _charts() -> list[tuple[str, Callable[[dict[str, pd.DataFrame], dict[str, Any]], Figure]]]:
+Chart = Callable[[dict[str, pd.DataFrame], dict[str, Any]], Figure]
+
+
+def _charts() -> list[tuple[str, Chart]]:
     return [
         ("fleet.png", fleet_chart),
         ("cold_starts.png", cold_starts_chart),

@@ -1,8 +1,10 @@
+import os
 import struct
 
 import pytest
 from matplotlib import colormaps
 
+import sim.metrics.charts as charts_module
 from sim.engine.records import WakeRecord
 from sim.metrics import draw_charts, frames, summary
 from sim.metrics.charts import _COLOR_ORDER, _action_colors
@@ -42,6 +44,73 @@ def test_charts_are_deterministic(synthetic_charts, tmp_path):
     for first, second in zip(synthetic_charts, draw(result, tmp_path), strict=True):
         assert first.read_bytes() == second.read_bytes(), first.name
         assert b"Software" not in first.read_bytes()
+
+
+def _drawn_by(out_dir):
+    return {path.stem + ".png": int(path.read_text()) for path in out_dir.glob("*.pid")}
+
+
+@pytest.fixture
+def marked_saves(monkeypatch):
+    """Each chart file gets a companion naming the process that saved it."""
+    save = charts_module.save
+
+    def marked(fig, path):
+        path.with_suffix(".pid").write_text(str(os.getpid()))
+        return save(fig, path)
+
+    monkeypatch.setattr(charts_module, "save", marked)
+
+
+def _draw_split(out_dir, heard):
+    result = synthetic_result(2, projects=12, duration_s=86_400.0, operation_failure_rate=0.05)
+    tables = frames(result)
+    return draw_charts(tables, summary(tables, result), out_dir, fork=True,
+                       on_saved=lambda path: heard.append(path.name))
+
+
+def test_charts_drawn_in_two_processes_are_the_same_files(synthetic_charts, tmp_path,
+                                                          marked_saves):
+    heard = []
+    paths = _draw_split(tmp_path, heard)
+    assert [p.name for p in paths] == NAMES
+    assert sorted(heard) == sorted(NAMES)  # each file heard of once
+    for first, second in zip(synthetic_charts, paths, strict=True):
+        assert first.read_bytes() == second.read_bytes(), first.name
+    here = os.getpid()
+    drawn_by = _drawn_by(tmp_path)
+    assert {name for name, pid in drawn_by.items() if pid != here} == \
+        {"fleet.png", "cost_by_project.png"}
+    assert len(set(drawn_by.values())) == 2
+
+
+def test_charts_a_failed_copy_left_are_drawn_here(synthetic_charts, tmp_path, monkeypatch,
+                                                  marked_saves):
+    here = os.getpid()
+    fleet = charts_module.fleet_chart
+
+    def fails_in_the_copy(tables, totals):
+        if os.getpid() != here:
+            raise RuntimeError("the copy fails")
+        return fleet(tables, totals)
+
+    monkeypatch.setattr(charts_module, "fleet_chart", fails_in_the_copy)
+    heard = []
+    paths = _draw_split(tmp_path, heard)
+    assert sorted(heard) == sorted(NAMES)
+    for first, second in zip(synthetic_charts, paths, strict=True):
+        assert first.read_bytes() == second.read_bytes(), first.name
+    assert _drawn_by(tmp_path)["fleet.png"] == here
+
+
+def test_charts_without_a_fork_are_all_drawn_here(synthetic_charts, tmp_path, monkeypatch,
+                                                  marked_saves):
+    monkeypatch.delattr(os, "fork")
+    heard = []
+    paths = _draw_split(tmp_path, heard)
+    assert [p.name for p in paths] == NAMES
+    assert sorted(heard) == sorted(NAMES)
+    assert set(_drawn_by(tmp_path).values()) == {os.getpid()}
 
 
 @pytest.mark.parametrize(
