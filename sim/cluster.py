@@ -51,7 +51,7 @@ def local_cluster(workers: int | None) -> Any:
     from distributed import LocalCluster
 
     from sim.fork_server import start_fork_server
-    from sim.worker_exit import HeapLeftAtExit
+    from sim.worker_process import WorkerProcess
 
     # dashboard off; the scheduler's small HTTP server (health, metrics) takes any free
     # port instead of 8787, which another cluster on this machine may hold
@@ -59,7 +59,7 @@ def local_cluster(workers: int | None) -> Any:
         return LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
                             processes=True, host="127.0.0.1", dashboard_address=None,
                             scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                            silence_logs=logging.ERROR, plugins={HeapLeftAtExit()})
+                            silence_logs=logging.ERROR, plugins={WorkerProcess()})
 
 
 def _cluster_settings(forked: bool) -> Any:

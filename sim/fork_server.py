@@ -114,7 +114,7 @@ def worker_environ() -> dict[str, str]:
     dask sets MALLOC_TRIM_THRESHOLD_ so that freed memory goes back to the system early.
     Setting it also fixes glibc's threshold for mapping large blocks at 128 KiB, so
     every array a run allocates and frees costs fresh pages: 15 % more CPU for a shard.
-    The workers keep glibc's own, adaptive thresholds instead.
+    The workers keep freed memory instead (`sim.worker_process`).
 
     The fork server sets these before it loads numpy, and so before dask's configuration
     is complete (distributed adds its defaults when imported). So they are read from

@@ -11,18 +11,22 @@ import pytest
 
 from sim.allocator import keep_freed_memory
 
-# Three rounds of what a run does all along: 100 MB allocated in blocks of 10 kB,
-# written, freed. Prints the page faults the rounds cost (after a first round that
-# grows the heap).
+# Three rounds of what a run does all along: 100 MB allocated in blocks (of the size
+# given), written, freed. Prints the page faults the rounds cost (after a first round
+# that grows the heap). Modes: glibc's default, the pad alone, both settings.
 ROUNDS = textwrap.dedent("""
     import ctypes, resource, sys
-    from sim.allocator import keep_freed_memory
+    from sim.allocator import TOP_PAD, keep_freed_memory
 
     libc = ctypes.CDLL(None)
     libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
     libc.free.argtypes = (ctypes.c_void_p,)
-    if sys.argv[1] == "keep":
+    libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mode, size = sys.argv[1], int(sys.argv[2])
+    if mode == "keep":
         assert keep_freed_memory()
+    elif mode == "pad":
+        assert libc.mallopt(-2, TOP_PAD) == 1
 
     def faults():
         return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -30,19 +34,19 @@ ROUNDS = textwrap.dedent("""
     for n in range(4):
         if n == 1:
             start = faults()
-        blocks = [libc.malloc(10_000) for _ in range(10_000)]
+        blocks = [libc.malloc(size) for _ in range(100_000_000 // size)]
         for block in blocks:
-            ctypes.memset(block, 1, 10_000)
+            ctypes.memset(block, 1, size)
         for block in blocks:
             libc.free(block)
     print(faults() - start)
 """)
 
 
-def _page_faults(mode: str) -> int:
+def _page_faults(mode: str, block: int = 10_000) -> int:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
-    run = subprocess.run([sys.executable, "-c", ROUNDS, mode], capture_output=True, text=True,
-                         check=True, env=environ)
+    run = subprocess.run([sys.executable, "-c", ROUNDS, mode, str(block)], capture_output=True,
+                         text=True, check=True, env=environ)
     return int(run.stdout)
 
 
@@ -51,7 +55,16 @@ def test_freed_memory_is_kept_for_the_next_arrays_only_when_asked() -> None:
     default, kept = _page_faults("default"), _page_faults("keep")
     assert default > 1_000  # glibc's default: freed memory goes back, comes again as new pages
     assert kept < default / 10
-    assert keep_freed_memory()  # glibc takes the setting, again and again
+    assert keep_freed_memory()  # glibc takes the settings, again and again
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_large_blocks_come_from_the_kept_heap_too() -> None:
+    """The pad alone fixes the mapping threshold at 128 KiB: every 1 MB block is mapped
+    anew, fresh pages each time. With the threshold raised they stay in the heap."""
+    pad_alone, kept = _page_faults("pad", 1_000_000), _page_faults("keep", 1_000_000)
+    assert pad_alone > 50_000  # 3 x 100 MB of fresh 4 KiB pages
+    assert kept < pad_alone / 10
 
 
 def test_the_command_line_keeps_freed_memory(monkeypatch, capsys) -> None:
@@ -66,10 +79,41 @@ def test_the_command_line_keeps_freed_memory(monkeypatch, capsys) -> None:
 
 def test_embedded_workers_start_without_dasks_trimming_threshold() -> None:
     """dask sets MALLOC_TRIM_THRESHOLD_ for its workers; the embedded cluster's start
-    without it, and without the pad: glibc's adaptive thresholds did best there."""
+    without it (the workers keep freed memory by `keep_freed_memory` instead)."""
     from sim.cluster import open_client
 
     names = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_")
     with open_client(1) as client:
         seen = client.run(lambda: {name: os.environ.get(name) for name in names})
     assert list(seen.values()) == [dict.fromkeys(names)]
+
+
+def _large_block_faults() -> int:
+    """Page faults of three rounds of 100 MB in 1 MB blocks, after a first round."""
+    import ctypes
+    import resource
+
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
+    libc.free.argtypes = (ctypes.c_void_p,)
+    start = 0
+    for n in range(4):
+        if n == 1:
+            start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        blocks = [libc.malloc(1_000_000) for _ in range(100)]
+        for block in blocks:
+            ctypes.memset(block, 1, 1_000_000)
+        for block in blocks:
+            libc.free(block)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_embedded_workers_keep_freed_memory() -> None:
+    """Each worker of the embedded cluster sets both (its plugin, `sim.worker_process`):
+    large blocks freed by a shard serve the next ones without fresh pages."""
+    from sim.cluster import open_client
+
+    with open_client(1) as client:
+        faults = client.run(_large_block_faults)
+    assert [count < 5_000 for count in faults.values()] == [True]  # not 3 x 24,400 pages

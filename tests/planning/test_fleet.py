@@ -136,13 +136,13 @@ def test_workers_must_be_positive(capsys) -> None:
 def test_embedded_workers_exit_without_collecting_their_heap() -> None:
     """Closing the embedded cluster does not wait for each worker's last walk of its heap."""
     from sim.fleet import open_client
-    from sim.worker_exit import HeapLeftAtExit
+    from sim.worker_process import WorkerProcess
 
     with open_client(1) as client:
         plugins = client.run(lambda dask_worker: sorted(dask_worker.plugins))
-    assert [HeapLeftAtExit.name in names for names in plugins.values()] == [True]
+    assert [WorkerProcess.name in names for names in plugins.values()] == [True]
     try:
-        HeapLeftAtExit().teardown(None)
+        WorkerProcess().teardown(None)
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
