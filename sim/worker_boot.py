@@ -22,6 +22,10 @@ import signal
 # ignores it once loaded, and would print a traceback; its workers get the handler back
 _interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
 
+from sim.allocator import keep_freed_memory  # noqa: E402
+
+keep_freed_memory()  # while this process has one thread: its workers' threads share one arena
+
 from sim.fork_server import worker_environ  # noqa: E402
 
 os.environ.update(worker_environ())  # before numpy loads: its threads are counted then

@@ -2,7 +2,8 @@
 
 - On start, a worker keeps the memory it frees for its next arrays
   (`sim.allocator`): a shard allocates and frees arrays all along, and fresh pages
-  for each cost a tenth of its CPU time.
+  for each cost a tenth of its CPU time. (A worker forked from the fork server has
+  the settings from it already; this is for one spawned instead.)
 - On exit, a worker leaves its heap without a last collection. At exit Python's
   cycle collector walks every object still alive (numba's types, pandas, what the
   shards left behind): for a worker of a 10,000-compute fleet a second of CPU,

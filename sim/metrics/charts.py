@@ -36,9 +36,10 @@ def draw_charts(
 ) -> list[Path]:
     """Draw every chart into out_dir; returns the PNG paths in a fixed order.
 
-    `on_saved` hears of each file as it is written (a progress bar). With `fork`, a
+    `on_saved` hears of each file once it is on disk (a progress bar). With `fork`, a
     forked copy of this process draws some of the charts while this one draws the
-    rest: the same files, in about half the time where a second CPU is free."""
+    rest (`sim.forked`): the same files, in about half the time where a second CPU
+    is free; `on_saved` hears of the copy's files when it is done."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     charts = _charts()
@@ -59,8 +60,9 @@ def draw_charts(
     return [out / filename for filename, _ in charts]
 
 
-#: the charts a forked copy draws: the costliest two of the five are the time series of
-#: the fleet and of connections, one on each side
+#: the charts a forked copy draws. The costliest are the time series of the fleet and of
+#: connections, one on each side; the bars of cost by project, next, go with the fleet's
+#: (the other side draws the two light charts and waits less for the copy)
 _DRAWN_BESIDE = frozenset({"fleet.png", "cost_by_project.png"})
 
 

@@ -117,3 +117,54 @@ def test_embedded_workers_keep_freed_memory() -> None:
     with open_client(1) as client:
         faults = client.run(_large_block_faults)
     assert [count < 5_000 for count in faults.values()] == [True]  # not 3 x 24,400 pages
+
+
+def _arenas_after_a_thread_allocates() -> int:
+    """How many arenas glibc reports once a new thread has allocated a block."""
+    import ctypes
+    import tempfile
+    import threading
+
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
+    libc.free.argtypes = (ctypes.c_void_p,)
+    libc.fopen.restype, libc.fopen.argtypes = ctypes.c_void_p, (ctypes.c_char_p, ctypes.c_char_p)
+    libc.malloc_info.argtypes = (ctypes.c_int, ctypes.c_void_p)
+    libc.fclose.argtypes = (ctypes.c_void_p,)
+
+    def allocate() -> None:
+        libc.free(libc.malloc(1_000_000))
+
+    thread = threading.Thread(target=allocate)
+    thread.start()
+    thread.join()
+    with tempfile.NamedTemporaryFile("r", suffix=".xml") as report:
+        stream = libc.fopen(report.name.encode(), b"w")
+        libc.malloc_info(0, stream)
+        libc.fclose(stream)
+        return report.read().count("<heap nr=")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_threads_share_the_one_arena_where_the_pad_holds() -> None:
+    """A thread's own arena is never trimmed with a pad this large: every thread of a
+    process that kept freed memory allocates from the first one."""
+    code = ("import sys; from sim.allocator import keep_freed_memory; "
+            "from tests.cli.test_allocator import _arenas_after_a_thread_allocates as n; "
+            "keep = sys.argv[1] == 'keep'; assert not keep or keep_freed_memory(); print(n())")
+    counts = {}
+    for mode in ("default", "keep"):
+        run = subprocess.run([sys.executable, "-c", code, mode], capture_output=True, text=True,
+                             check=True, env={k: v for k, v in os.environ.items()
+                                              if not k.startswith("MALLOC_")})
+        counts[mode] = int(run.stdout)
+    assert counts == {"default": 2, "keep": 1}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_embedded_workers_run_their_shards_in_the_one_arena() -> None:
+    from sim.cluster import open_client
+
+    with open_client(1) as client:
+        arenas = client.submit(_arenas_after_a_thread_allocates, pure=False).result()
+    assert arenas == 1

@@ -71,7 +71,7 @@ def test_ctrl_c_while_results_are_written_leaves_no_directory(tiny: Path,
     out = tmp_path / "results"
     code, stdout, err, staged = interrupted_run(tmp_path, chart_files()[1],
                                                 "run", str(tiny), "--out", str(out), "--quiet")
-    # it stopped half-way: tables, summary and two charts written, the report not
+    # it stopped half-way: tables, summary and some charts written, the report not
     assert {"summary.json", chart_files()[1]} <= set(staged) and REPORT_FILE not in staged
     assert code == 130
     assert err == f"sim: interrupted; {out} left as it was\n" and stdout == ""
@@ -143,7 +143,7 @@ def test_days_are_singular_only_for_one() -> None:
         "1 day", "0.5 days", "2 days", "0 days"]
 
 
-def test_progress_hears_of_every_file_in_the_order_written(tiny: Path, tmp_path: Path) -> None:
+def test_progress_hears_of_every_file_once_tables_first_report_last(tiny: Path, tmp_path: Path) -> None:
     from sim.fleet import run_fleet
     from sim.scenario.loader import load_scenario
 

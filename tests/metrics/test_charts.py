@@ -91,6 +91,7 @@ def test_charts_a_failed_copy_left_are_drawn_here(synthetic_charts, tmp_path, mo
 
     def fails_in_the_copy(tables, totals):
         if os.getpid() != here:
+            (tmp_path / "copy-failed").touch()
             raise RuntimeError("the copy fails")
         return fleet(tables, totals)
 
@@ -100,6 +101,7 @@ def test_charts_a_failed_copy_left_are_drawn_here(synthetic_charts, tmp_path, mo
     assert sorted(heard) == sorted(NAMES)
     for first, second in zip(synthetic_charts, paths, strict=True):
         assert first.read_bytes() == second.read_bytes(), first.name
+    assert (tmp_path / "copy-failed").exists()  # there was a copy, and it failed
     assert _drawn_by(tmp_path)["fleet.png"] == here
 
 

@@ -1,6 +1,7 @@
 """Work in a forked copy of the process (`sim.forked.beside`)."""
 
 import os
+import sys
 
 import pytest
 
@@ -59,3 +60,30 @@ def test_a_fork_refused_by_the_system_is_as_no_fork(monkeypatch, tmp_path):
     with beside(lambda: (tmp_path / "ran").touch()) as finished:
         assert finished() is False
     assert not (tmp_path / "ran").exists()
+
+
+def test_with_one_cpu_no_copy_is_made(monkeypatch, tmp_path):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    with beside(lambda: (tmp_path / "ran").touch()) as finished:
+        assert finished() is False
+    assert not (tmp_path / "ran").exists()
+
+
+def test_the_copy_prints_nothing_and_ctrl_c_is_let_through_here(capfd, tmp_path):
+    import signal
+    import warnings
+
+    def noisy() -> None:
+        print("to stdout")
+        sys.stderr.write("to stderr\n")
+        warnings.warn("a warning", UserWarning, stacklevel=1)
+        (tmp_path / "ran").touch()
+
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")  # printed, not raised: the work goes on to the end
+        with beside(noisy) as finished:
+            assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before  # nothing held
+            assert finished() is True
+    assert (tmp_path / "ran").exists()
+    assert capfd.readouterr() == ("", "")
