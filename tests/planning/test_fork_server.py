@@ -65,9 +65,11 @@ def test_workers_start_with_the_simulator_and_its_kernels_loaded() -> None:
 def test_the_warm_up_leaves_no_thread_and_no_event_loop_to_fork() -> None:
     """What the fork server holds when it forks: the warm-up's kernels, but no thread
     (a fork copies none of them, and their locks could be held) and no event loop."""
-    code = ("import sys, threading, sim.worker_boot; d = sys.modules['sim.api.dispatch'];"
+    # Python's own handler before the import, even if this process started with SIGINT
+    # ignored (a child inherits that): what the server restores is what it found
+    code = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler);"
+            "import sys, threading, sim.worker_boot; d = sys.modules['sim.api.dispatch'];"
             "from sim.engine import physics, storage_kernel as s;"
-            "import signal;"
             "print(threading.active_count(), d._dispatcher is None,"
             " len(physics.advance.signatures), len(s.replay.signatures),"
             " __import__('os').environ['OMP_NUM_THREADS'],"
