@@ -70,16 +70,13 @@ def _worth_a_copy() -> bool:
             and len(os.sched_getaffinity(0)) > 1)
 
 
-def _hold_interrupts() -> object:
-    try:
-        return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    except ValueError:  # not the main thread: no Ctrl-C arrives here anyway
-        return None
+def _hold_interrupts() -> set[signal.Signals]:
+    """Block SIGINT for this thread; returns the mask to put back."""
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
 
-def _release_interrupts(held: object) -> None:
-    if held is not None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # type: ignore[arg-type]
+def _release_interrupts(held: set[signal.Signals]) -> None:
+    signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _fork(work: Callable[[], object]) -> int | None:
@@ -125,4 +122,3 @@ def _stop(pid: int) -> None:
         _reap(pid)
     except (ChildProcessError, ProcessLookupError):  # reaped by someone else meanwhile
         pass
-
