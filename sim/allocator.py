@@ -23,8 +23,8 @@ together. On the realistic fleet (10,000 computes x 30 days):
   system time to 0.65 M and 2.8 s; with the threshold too, 0.25 M and 1.8 s;
 - the embedded cluster's workers, which had been left with glibc's adaptive
   thresholds (0.63 M page faults and 2.4 s of system time each, for half of the fleet
-  each on two workers): 0.08 M and 0.5 s, with 10 % less user time besides, for
-  60 MB more peak memory each.
+  each on two workers): 0.06 M and 0.6 s, with 10 % less user time besides; peak
+  memory 0.35 GB each against 0.36 GB.
 
 `sim` sets them in its own process (called by the command line, so `sim serve` too)
 and in the embedded cluster's fork server before it forks any worker
