@@ -20,6 +20,7 @@ import numpy as np
 from sim.engine import physics as k
 from sim.engine.config import ConnectionRecording
 from sim.engine.connection_table import ColumnBlock
+from sim.engine.first_instant import counted_span
 from sim.engine.kernel import timeout_at
 from sim.engine.model import Compute, Operation
 from sim.engine.operation_rows import OperationColumns
@@ -140,7 +141,7 @@ def _params(cp: ControlPlane, c: Compute, start: float, until: float,
     return p
 
 
-def _state(c: Compute) -> tuple[np.ndarray, np.ndarray]:
+def _state(c: Compute, count_from: float) -> tuple[np.ndarray, np.ndarray]:
     """The kernel's float and integer state from the compute and its runtime."""
     rt = c.runtime
     assert rt is not None
@@ -151,6 +152,7 @@ def _state(c: Compute) -> tuple[np.ndarray, np.ndarray]:
     f[k.CU] = c.cu
     f[k.IV_CU] = rt.iv_cu
     f[k.IV_START] = rt.iv_start
+    f[k.COUNT_FROM] = count_from
     s = c.stats
     f[k.ACTIVE_S], f[k.CU_S], f[k.QUEUE_WAIT_S] = s.active_s, s.cu_s, s.queue_wait_s
     i = np.zeros(k.N_INTS, dtype=np.int64)
@@ -203,7 +205,7 @@ def advance_compute(cp: ControlPlane, c: Compute, sessions: Sessions, until: flo
     rt = c.runtime
     assert rt is not None and rt.activated_at is not None
     assert c.current_state == _STATES[k.ACTIVE] and c.pending_state is None
-    f, i = _state(c)
+    f, i = _state(c, cp.config.count_from_s)
     out = _run(cp, c, sessions, _params(cp, c, rt.activated_at, until, checks, False), f, i,
                _NO_HEAPS, gates)
     n_span = int(out["i"][k.N_SPAN])
@@ -220,7 +222,7 @@ def advance_to_call(cp: ControlPlane, c: Compute, sessions: Sessions, until: flo
     Raises Tie."""
     rt = c.runtime
     assert rt is not None and rt.activated_at is not None
-    f, i = _state(c)
+    f, i = _state(c, cp.config.count_from_s)
     p = _params(cp, c, rt.activated_at, until, checks, False)
     p[k.P_OPEN_END] = 1.0
     out = _run(cp, c, sessions, p, f, i, _NO_HEAPS, gates)
@@ -330,7 +332,7 @@ def hand_over(cp: ControlPlane, c: Compute, tick: tuple[float, float] | None) ->
     """Take `c` from the engine now (see `can_resume`); the kernel runs it from here."""
     rt = c.runtime
     assert rt is not None
-    f, i = _state(c)
+    f, i = _state(c, cp.config.count_from_s)
     on = c.current_state == _STATES[k.ACTIVE]
     i[k.CUR] = i[k.IV_STATE] = k.ACTIVE if on else k.IDLE
     i[k.ON] = 1 if on else 0
@@ -411,12 +413,13 @@ def _apply_rows(cp: ControlPlane, adv: Advanced, engine_next: bool) -> bool:
     n_iv, n_wake = int(i[k.N_IV]), int(i[k.N_WAKE])
     if not cp.config.record_events:
         on = out["iv_state"][:n_iv] != k.IDLE
-        cp.recorder.add_minutes(out["iv_start"][:n_iv][on], out["iv_end"][:n_iv][on],
-                                out["iv_cu"][:n_iv][on], cp.now)
+        t0 = cp.config.count_from_s
+        start, end, counted = counted_span(out["iv_start"][:n_iv][on], out["iv_end"][:n_iv][on], t0)
+        cp.recorder.add_minutes(start, end, out["iv_cu"][:n_iv][on][counted], cp.now - t0)
         if n_wake:
             waits = cp.recorder.wake_waits
-            new = out["wk_wait"][:n_wake]
-            waits[c.id] = np.concatenate((waits[c.id], new)) if c.id in waits else new.copy()
+            new = out["wk_wait"][:n_wake][out["wk_at"][:n_wake] >= cp.config.count_from_s]
+            waits[c.id] = np.concatenate((waits[c.id], new)) if c.id in waits else new
         return False
     # the rows stay columns (sim.engine.row_table): no object per row (a fleet has millions)
     rec = cp.recorder

@@ -47,6 +47,7 @@ from sim.engine.storage_replay import (
     storage_columns,
     unchanged,
 )
+from sim.scenario.warm_up import arrivals_on_engine_clock
 from sim.scenario.handover import Taken
 from sim.scenario.references import body_references, parse_reference
 from sim.scenario.schema import ComputeSpec, Scenario
@@ -87,8 +88,10 @@ class Workloads:
         """The compute's whole workload."""
         models = self._models.get(id(spec))
         if models is None:  # the specs outlive the run: their ids stay theirs
-            models = self._models[id(spec)] = (spec.arrival_process(self.scenario.start),
-                                               spec.session_model())
+            models = self._models[id(spec)] = (
+                arrivals_on_engine_clock(spec.arrival_process(self.scenario.start),
+                                         cp.config.count_from_s),
+                spec.session_model())
         process, model = models
         if process is None or model is None:
             return Sessions.none()
