@@ -145,7 +145,6 @@ class SimServer:
             schedule_actions,
             schedule_releases,
         )
-
         from sim.scenario.warm_up import led_by_warm_up
 
         # the fleet already exists: made a warm-up before the scenario's start, served from it

@@ -47,10 +47,10 @@ from sim.engine.storage_replay import (
     storage_columns,
     unchanged,
 )
-from sim.scenario.warm_up import arrivals_on_engine_clock
 from sim.scenario.handover import Taken
 from sim.scenario.references import body_references, parse_reference
 from sim.scenario.schema import ComputeSpec, Scenario
+from sim.scenario.warm_up import arrivals_on_engine_clock
 
 FLEET_PATH = "fleet path"
 #: rounds of kernel and storage replay before a project is left to the engine; two or three

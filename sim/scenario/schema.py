@@ -65,14 +65,20 @@ PositiveDuration = Annotated[float, PlainValidator(_positive), _AS_TEXT]
 Bytes = Annotated[float, PlainValidator(parse_bytes), _AS_TEXT]
 
 
-def _whole_minutes(value: object) -> float:
-    seconds = parse_duration(value)
+def _warm_up(value: object) -> float | Literal["auto"]:
+    if value == "auto":
+        return "auto"
+    try:
+        seconds = parse_duration(value)
+    except ValueError as err:
+        raise ValueError(f"must be auto or a duration ({err})") from None
     if seconds % 60:
-        raise ValueError("must be a whole number of minutes (the figures are per minute)")
+        raise ValueError("must be auto or a whole number of minutes (the figures are per "
+                         "minute)")
     return seconds
 
 
-WholeMinutes = Annotated[float, PlainValidator(_whole_minutes), _AS_TEXT]
+WarmUp = Annotated[float | Literal["auto"], PlainValidator(_warm_up), _AS_TEXT]
 NonNegative = Annotated[float, Field(ge=0)]
 
 PlanName = Literal["free", "launch", "scale", "business"]
@@ -473,7 +479,7 @@ class Scenario(Spec):
     duration: PositiveDuration  # seconds
     # simulated before `start` and left out of every figure: "auto" (see `warm_up_s`) or
     # a duration in whole minutes; 0 shows the fleet's creation at the first instant
-    warm_up: Literal["auto"] | WholeMinutes = "auto"
+    warm_up: WarmUp = "auto"
     plan: PlanName = "launch"
     price_per_cu_hour: NonNegative = 0.16
     region_id: Annotated[str, Field(min_length=1)] = "aws-us-east-2"

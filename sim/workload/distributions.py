@@ -8,9 +8,9 @@ sigma of the underlying normal (its tail).
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 from dataclasses import dataclass
 from enum import StrEnum
+from statistics import NormalDist
 
 import numpy as np
 
