@@ -10,7 +10,8 @@ in a fresh temporary directory (with `scenarios/` linked in):
 - a ```bash block; the fenced block right after it (json, text or console,
   only blank lines between) is its shown output. A bash block that prints
   something must have one.
-- a ```python block, the same way: it runs as a script with this Python.
+- a ```python block, the same way: it is saved as a file and runs as a script with
+  this Python (`python .snippet-N.py`, as a planner runs `python script.py`).
 - a ```console block: each `$ command` line runs; the lines below it, up to
   the next `$`, are its shown output. `$ sim serve ...` starts the server in
   the background (stopping the previous one) and its shown output is the
@@ -119,8 +120,10 @@ def plan_steps(lines: list[str]) -> tuple[list[Step | Block], list[Block]]:
                 output = nxt
                 used_as_output.add(k + 1)
             command = "\n".join(block.lines)
-            if block.language == "python":
-                command = f"{shlex.quote(sys.executable)} - <<'END_OF_PYTHON'\n{command}\nEND_OF_PYTHON"
+            if block.language == "python":  # as a planner's script.py, not from stdin
+                script = f".snippet-{block.start + 2}.py"
+                command = (f"cat > {script} <<'END_OF_PYTHON'\n{command}\nEND_OF_PYTHON\n"
+                           f"{shlex.quote(sys.executable)} {script}")
             steps.append(Step(command, output.lines if output else [],
                               block.start + 2, output_block=output))
         elif block.language == "console":

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from sim.fleet import BatchProgress, Source, open_client, read_source, run_local, run_tasks
+from sim.main_guard import in_process_instead
 from sim.recommendation.measure import recording, run_slate
 from sim.recommendation.space import (
     Choice,
@@ -198,7 +199,9 @@ def recommend(
     keep = bool(scenario.actions or scenario.keys)  # scripted calls may name any template
     seeds = [replication_seed(scenario.seed, r) for r in range(replications)]
     runs = rounds = 0
-    context = (nullcontext(client) if client is not None or (scheduler is None and workers == 0)
+    in_process = (scheduler is None and workers == 0) or \
+        in_process_instead("sim.recommend", workers, scheduler, client)
+    context = (nullcontext(client) if client is not None or in_process
                else open_client(workers, scheduler))
     with context as active:
         while rounds < max_rounds:
