@@ -283,7 +283,8 @@ def run_sweep(
 
     By default on an embedded LocalCluster with one worker process per CPU;
     `scheduler` sends the runs to an existing cluster, `client` uses an open
-    dask Client, and `workers=0` runs them one by one in this process.
+    dask Client, and `workers=0` runs them one by one in this process (as does a
+    call from a script's top level outside `if __name__ == "__main__":`).
     Raises SweepError for a bad setting, before anything runs.
     """
     if replications < 1:

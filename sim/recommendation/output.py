@@ -144,6 +144,8 @@ def table_rows(o: TemplateOutcome, targets: list[Target]) -> list[list[str]]:
 
 
 def recommendation_tables(rec: Recommendation, width: int = 150) -> str:
+    """What `sim recommend` prints: a table per template (today, the recommendation or the
+    closest choice, each target with its interval) and a closing line of the saving."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -163,9 +165,15 @@ def recommendation_tables(rec: Recommendation, width: int = 150) -> str:
             console.print(f"  {failure_text(o, o.targets)}")
     console.print(f"cost now {format_value(rec.cost_now, 'money')}, after "
                   f"{format_value(rec.cost_after, 'money')}: {saving_text(rec)}; "
-                  f"{rec.runs} runs in {rec.rounds} rounds, {rec.replications} replications "
-                  f"each, {int(CONFIDENCE * 100)} % intervals")
+                  f"{counted(rec.runs, 'run')} in {counted(rec.rounds, 'round')}, "
+                  f"{counted(rec.replications, 'replication')} each, "
+                  f"{int(CONFIDENCE * 100)} % intervals")
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()).strip("\n") + "\n"
+
+
+def counted(n: int, noun: str) -> str:
+    """`1 round`, `2 rounds`."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 # ---- the chart -------------------------------------------------------------------------------

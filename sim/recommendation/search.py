@@ -172,8 +172,10 @@ def recommend(
 
     `slo`: targets as texts (`cold_starts_per_1000=5`) or a mapping; `space`:
     `[TEMPLATE.]KEY=V1,V2` overrides of the default space. Runs go to dask
-    as `sim.run_sweep`'s do (`workers=0`: in this process). Raises
-    RecommendError (or ScenarioError) before anything runs for bad input.
+    as `sim.run_sweep`'s do (`workers=0`: in this process; so too when a script calls
+    it outside `if __name__ == "__main__":`, where worker processes would run the
+    script again). Raises RecommendError (or ScenarioError) before anything runs for
+    bad input.
     """
     if replications < 2:
         raise RecommendError(f"replications must be >= 2 for confidence intervals, "
