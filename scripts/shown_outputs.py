@@ -19,6 +19,10 @@ in a fresh temporary directory (with `scenarios/` linked in):
 - `<!-- file: NAME -->` on the line before a block writes the block to NAME
   first (a scenario file the next commands use).
 
+A document a reader comes to right after the README (`AFTER_README`) starts
+where the README's first command left off: that command (less its `pip install`)
+runs first, and must succeed.
+
 Documents say port 8080; the servers of a document run on one free port and
 the outputs are written back with 8080. Wall-clock times that `sim run` and
 `sim sweep` print on their own lines (outside the indented summary table) are
@@ -45,6 +49,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = ("docs/quickstart.md", "docs/scenarios.md", "docs/walkthrough-api.md",
              "docs/walkthrough-auth.md")
+#: documents read right after the README: its first command has run in their directory
+AFTER_README = ("docs/quickstart.md",)
 SHOWN_PORT = "8080"
 OUTPUT_LANGUAGES = ("json", "text", "console")
 FENCE = re.compile(r"^```(\S*)")
@@ -233,10 +239,27 @@ class Session:
         self.shell.communicate()  # closes the shell's input, reads it to the end, waits
 
 
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def readme_commands() -> list[str]:
+    """The README's first block, as a reader runs it in a checkout where the simulator is
+    installed already: each line's commands less `pip install`, and less the test suite
+    (a document's step is no place to run the whole suite)."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    first = next(b for b in parse_blocks(lines) if b.language == "bash")
+    commands = [part.strip() for line in first.lines for part in line.split("&&")]
+    return [c for c in commands if c and not c.startswith(("pip install", "python -m pytest"))]
 
 
 def run_document(path: Path) -> tuple[list[str], list[Step]]:
@@ -248,6 +271,12 @@ def run_document(path: Path) -> tuple[list[str], list[Step]]:
         (workdir / "scenarios").symlink_to(ROOT / "scenarios")
         session = Session(workdir)
         try:
+            if _relative(path) in AFTER_README:
+                for command in readme_commands():
+                    failed = session.run(f"{command} > .readme.out 2>&1 || cat .readme.out")
+                    if failed:
+                        raise RuntimeError(f"the README's `{command}` failed:\n"
+                                           + "\n".join(failed))
             for step in steps:
                 if isinstance(step, Block):
                     (workdir / str(step.file_name)).write_text("\n".join(step.lines) + "\n")

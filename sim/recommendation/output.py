@@ -86,11 +86,17 @@ def recommendation_data(rec: Recommendation) -> dict[str, Any]:
 # ---- words -----------------------------------------------------------------------------------
 
 
+#: what a figure without a value means: the runs had nothing to measure it on
+_NOTHING_MEASURED = {"wake_p99_s": "no cold start", "queue_wait_p99_s": "no queueing"}
+#: a binding target's status: met, and what stops the saving going further
+BINDS = "binds: cheaper choices miss it"
+
+
 def _value(c: Candidate, metric: str, kind: str) -> str:
     ci = c.interval(metric) if c.simulated else None
     if ci is None:
         if c.simulated:
-            return "none"
+            return _NOTHING_MEASURED.get(metric, "none")
         return format_value(c.prediction.figures.get(metric), kind) + " (theory)"
     mean, low, high = ci
     return f"{format_value(mean, kind)} [{format_value(low, kind)}, {format_value(high, kind)}]"
@@ -135,7 +141,7 @@ def table_rows(o: TemplateOutcome, targets: list[Target]) -> list[list[str]]:
     for t in targets:
         status = ""
         if rec is not None:
-            status = ("binds" if t in o.binding else "met") if t not in rec.misses(targets) \
+            status = (BINDS if t in o.binding else "met") if t not in rec.misses(targets) \
                 else "missed"
         rows.append([t.label, _value(o.current, t.metric, t.kind),
                      _value(rec, t.metric, t.kind) if rec else "–",
@@ -208,14 +214,17 @@ def draw_pareto(rec: Recommendation, path: Path) -> Path:
         marks = [(o.current, "now", "#b26a00", "s")]
         if o.recommended is not None:
             marks.append((o.recommended, "recommended", "#1a8f3c", "*"))
-        for c, text, color, marker in marks:
+        for c, text, color, marker in marks:  # never cut in half by an axis
             ax.plot([_x(c)], [c.cost], marker, color=color, ms=14 if marker == "*" else 10,
-                    mfc="none" if marker == "s" else color, mew=2, zorder=4, label=text)
-        limit = next((t.limit for t in o.targets if t.metric == "cold_starts_per_1000"), None)
-        if limit is not None:
-            ax.axvline(limit, color="#c0392b", ls="--", lw=1, label="target")
+                    mfc="none" if marker == "s" else color, mew=2, zorder=4, label=text,
+                    clip_on=False)
+        _targets_on(ax, o)
         ax.set_xscale("symlog", linthresh=1.0)
-        ax.set_xlim(left=0.0)
+        # room on both sides: choices without cold starts sit at 0, on the left edge otherwise
+        xs = [_x(c) for c in o.candidates] + [_x(c) for c, *_ in marks] + \
+            [t.limit for t in o.targets if t.metric == "cold_starts_per_1000"]
+        ax.set_xlim(-0.5, max(max(xs, default=1.0), 1.0) * 2.0)
+        ax.margins(y=0.08)
         ax.set_xlabel("cold starts per 1,000 sessions")
         ax.set_ylabel("cost")
         ax.set_title(f"{name}: {verdict(o)}", fontsize=10)
@@ -227,6 +236,22 @@ def draw_pareto(rec: Recommendation, path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _targets_on(ax: Any, o: TemplateOutcome) -> None:
+    """The cold-start target as a line; a binding target the axes do not show, in words."""
+    cold = next((t for t in o.targets if t.metric == "cold_starts_per_1000"), None)
+    if cold is not None:
+        binds = " (binds)" if cold in o.binding else ""
+        ax.axvline(cold.limit, color="#c0392b", ls="--", lw=1,
+                   label=f"target{binds}: <= {format_value(cold.limit, cold.kind)}")
+    off_axes = [t for t in o.binding if t.metric != "cold_starts_per_1000"]
+    if off_axes:
+        words = "; ".join(f"{t.label} <= {format_value(t.limit, t.kind)}" for t in off_axes)
+        ax.text(0.98, 0.02, f"binds, not on these axes: {words}\n(the cheaper choices, "
+                f"grey, miss it)", transform=ax.transAxes, ha="right", va="bottom",
+                fontsize=8, color="#c0392b",
+                bbox={"boxstyle": "round", "fc": "white", "ec": "#c0392b", "alpha": 0.9})
 
 
 def _x(c: Candidate) -> float:
