@@ -83,6 +83,10 @@ def test_the_table_says_why_a_wait_is_missing_and_what_binds_means() -> None:
     assert rows["cold-start wait p99"][1:] == ["no cold start", "no cold start",
                                                f"<= 2.00 s {BINDS}"]
     assert _value(o.current, "queue_wait_p99_s", "seconds") == "no queueing"
+    # a t-interval of a few replications may reach below 0; no wait or count does
+    spread = _candidate(0.5, 10.0, None, [])
+    spread.interval = lambda m: (0.7, -0.5, 1.9)
+    assert _value(spread, "wake_p99_s", "seconds") == "0.700 s [0 s, 1.90 s]"
 
 
 def test_the_chart_shows_a_binding_target_off_its_axes() -> None:
@@ -90,9 +94,8 @@ def test_the_chart_shows_a_binding_target_off_its_axes() -> None:
     fig = Figure()
     ax = fig.subplots()
     _targets_on(ax, o)
-    [text] = ax.texts
-    assert "binds, not on these axes: cold-start wait p99 <= 2.00 s" in text.get_text()
-    assert ax.get_legend_handles_labels()[1] == ["target: <= 20.0"]
+    assert ax.get_legend_handles_labels()[1] == [
+        "target: <= 20.0", "binds, not on these axes:\ncold-start wait p99 <= 2.00 s"]
 
 
 def test_today_and_the_recommendation_are_never_cut_at_the_axes(tmp_path, monkeypatch) -> None:
