@@ -378,10 +378,11 @@ def operations_chart(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -
         steps(counts[action].to_numpy(dtype=float), color=colors[action], lw=1.2)
     failed_line = steps(failed.to_numpy(dtype=float), color=FAILED, lw=2.2,
                         label=f"failed attempts ({n_failed:,})")
+    # the counts on a line of their own: with a long scenario name one line would not fit
     ax.set_title(
-        _title(summary, f"Operations per {unit} by action ({len(ops):,} operations, "
-                        f"{n_failed:,} failed attempts)"),
-        fontsize=14,
+        _title(summary, f"Operations per {unit} by action")
+        + f"\n{len(ops):,} operations, {n_failed:,} failed attempts",
+        fontsize=13,
     )
     ax.set_ylabel(f"operations per {unit}")
     ax.set_ylim(bottom=0)
