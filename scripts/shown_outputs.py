@@ -48,7 +48,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = ("docs/quickstart.md", "docs/scenarios.md", "docs/walkthrough-api.md",
-             "docs/walkthrough-auth.md")
+             "docs/walkthrough-auth.md", "docs/reliability.md")
 #: documents read right after the README: its first command has run in their directory
 AFTER_README = ("docs/quickstart.md",)
 SHOWN_PORT = "8080"
