@@ -66,6 +66,7 @@ def test_every_command_block_runs_in_a_test_or_says_why_not() -> None:
     assert set(NOT_RUN) <= set(command_blocks()), "an explained block is gone: update NOT_RUN"
 
 
+@pytest.mark.slow  # a recommendation on 1,000 computes, twice (on dask, then in this process)
 @needs_tools
 @pytest.mark.parametrize("document", RUN_HERE)
 def test_the_commands_of_a_document_run_in_sequence(document: str) -> None:
