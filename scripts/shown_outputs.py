@@ -10,13 +10,18 @@ in a fresh temporary directory (with `scenarios/` linked in):
 - a ```bash block; the fenced block right after it (json, text or console,
   only blank lines between) is its shown output. A bash block that prints
   something must have one.
-- a ```python block, the same way: it runs as a script with this Python.
+- a ```python block, the same way: it is saved as a file and runs as a script with
+  this Python (`python .snippet-N.py`, as a planner runs `python script.py`).
 - a ```console block: each `$ command` line runs; the lines below it, up to
   the next `$`, are its shown output. `$ sim serve ...` starts the server in
   the background (stopping the previous one) and its shown output is the
   banner it prints before answering.
 - `<!-- file: NAME -->` on the line before a block writes the block to NAME
   first (a scenario file the next commands use).
+
+A document a reader comes to right after the README (`AFTER_README`) starts
+where the README's first command left off: that command (less its `pip install`)
+runs first, and must succeed.
 
 Documents say port 8080; the servers of a document run on one free port and
 the outputs are written back with 8080. Wall-clock times that `sim run` and
@@ -43,7 +48,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = ("docs/quickstart.md", "docs/scenarios.md", "docs/walkthrough-api.md",
-             "docs/walkthrough-auth.md")
+             "docs/walkthrough-auth.md", "docs/reliability.md")
+#: documents read right after the README: its first command has run in their directory
+AFTER_README = ("docs/quickstart.md",)
 SHOWN_PORT = "8080"
 OUTPUT_LANGUAGES = ("json", "text", "console")
 FENCE = re.compile(r"^```(\S*)")
@@ -119,8 +126,10 @@ def plan_steps(lines: list[str]) -> tuple[list[Step | Block], list[Block]]:
                 output = nxt
                 used_as_output.add(k + 1)
             command = "\n".join(block.lines)
-            if block.language == "python":
-                command = f"{shlex.quote(sys.executable)} - <<'END_OF_PYTHON'\n{command}\nEND_OF_PYTHON"
+            if block.language == "python":  # as a planner's script.py, not from stdin
+                script = f".snippet-{block.start + 2}.py"
+                command = (f"cat > {script} <<'END_OF_PYTHON'\n{command}\nEND_OF_PYTHON\n"
+                           f"{shlex.quote(sys.executable)} {script}")
             steps.append(Step(command, output.lines if output else [],
                               block.start + 2, output_block=output))
         elif block.language == "console":
@@ -230,10 +239,27 @@ class Session:
         self.shell.communicate()  # closes the shell's input, reads it to the end, waits
 
 
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def readme_commands() -> list[str]:
+    """The README's first block, as a reader runs it in a checkout where the simulator is
+    installed already: each line's commands less `pip install`, and less the test suite
+    (a document's step is no place to run the whole suite)."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    first = next(b for b in parse_blocks(lines) if b.language == "bash")
+    commands = [part.strip() for line in first.lines for part in line.split("&&")]
+    return [c for c in commands if c and not c.startswith(("pip install", "python -m pytest"))]
 
 
 def run_document(path: Path) -> tuple[list[str], list[Step]]:
@@ -245,6 +271,12 @@ def run_document(path: Path) -> tuple[list[str], list[Step]]:
         (workdir / "scenarios").symlink_to(ROOT / "scenarios")
         session = Session(workdir)
         try:
+            if _relative(path) in AFTER_README:
+                for command in readme_commands():
+                    failed = session.run(f"{command} > .readme.out 2>&1 || cat .readme.out")
+                    if failed:
+                        raise RuntimeError(f"the README's `{command}` failed:\n"
+                                           + "\n".join(failed))
             for step in steps:
                 if isinstance(step, Block):
                     (workdir / str(step.file_name)).write_text("\n".join(step.lines) + "\n")

@@ -9,6 +9,11 @@
     swept = sim.run_sweep(path, {"computes.suspend_timeout_seconds": [60, 300, -1]}, replications=5)
     rec = sim.recommend(path, ["cold_starts_per_1000=20", "refused=0.1%"])   # cheapest settings
 
+What they return or raise: `Scenario`, `RunResult`, `SweepResult`,
+`Recommendation`, and the errors `ScenarioError` (a bad file: one line per
+problem), `ScenarioRunError`, `SweepError`, `RecommendError`; each importable
+from `sim` and documented on its own (`help(sim.Recommendation)`).
+
 Names are imported on first use, so `import sim` stays cheap for the command
 line (`sim limits` never loads pandas, `sim validate` never loads dask).
 """
@@ -18,16 +23,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-#: public name -> the module that defines it
-_EXPORTS: dict[str, str] = {
+#: what a planner calls -> the module that defines it; `__all__`, and what help(sim) documents
+_CALLS: dict[str, str] = {
     # scenarios
-    "Scenario": "sim.scenario.schema",
-    "ScenarioError": "sim.scenario.loader",
     "load_scenario": "sim.scenario.loader",
     "parse_scenario": "sim.scenario.loader",
     # runs
-    "RunResult": "sim.engine.records",
-    "ScenarioRunError": "sim.scenario.runner",
     "run_scenario": "sim.scenario.runner",
     "run_fleet": "sim.fleet",
     "open_client": "sim.cluster",
@@ -41,14 +42,10 @@ _EXPORTS: dict[str, str] = {
     "write_report": "sim.report",
     # sweeps
     "run_sweep": "sim.sweep",
-    "SweepResult": "sim.sweep",
-    "SweepError": "sim.sweep",
     "write_sweep": "sim.sweep",
     "replication_seed": "sim.sweep",
     # recommendations
     "recommend": "sim.recommendation.search",
-    "Recommendation": "sim.recommendation.search",
-    "RecommendError": "sim.recommendation.targets",
     "write_recommendation": "sim.recommendation.output",
     "recommendation_tables": "sim.recommendation.output",
     # closed forms to draw beside simulated points
@@ -59,7 +56,23 @@ _EXPORTS: dict[str, str] = {
     "default_pool_size": "sim.rules.connections",
 }
 
-__all__ = sorted(_EXPORTS)
+#: what those calls return or raise: importable from here (`sim.Scenario`), documented on
+#: their own (`help(sim.Scenario)`): a pydantic model or an exception would fill help(sim)
+#: with hundreds of lines of inherited methods
+_TYPES: dict[str, str] = {
+    "Scenario": "sim.scenario.schema",
+    "ScenarioError": "sim.scenario.loader",
+    "RunResult": "sim.engine.records",
+    "ScenarioRunError": "sim.scenario.runner",
+    "SweepResult": "sim.sweep",
+    "SweepError": "sim.sweep",
+    "Recommendation": "sim.recommendation.search",
+    "RecommendError": "sim.recommendation.targets",
+}
+
+_EXPORTS = {**_CALLS, **_TYPES}
+
+__all__ = sorted(_CALLS)
 
 
 def __getattr__(name: str) -> Any:
@@ -72,4 +85,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -7,6 +7,7 @@ and exit non-zero; no traceback reaches the terminal.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import socket
 import sys
 import time
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report an interrupted command
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as shells report a command whose reader left
 
 
 def _fail(message: str) -> int:
@@ -48,6 +50,7 @@ def _run_failure(args: argparse.Namespace, err: Exception) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Check a scenario file; print what it declares."""
+    from sim.scenario.durations import readable_duration
     from sim.scenario.loader import ScenarioError, load_scenario
 
     try:
@@ -55,7 +58,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except ScenarioError as err:
         return _fail(str(err))
     print(f"{args.file}: ok: scenario {scenario.name!r}, {scenario.project_count()} projects, "
-          f"{scenario.compute_count()} computes, {scenario.duration:g} s simulated")
+          f"{scenario.compute_count()} computes, {readable_duration(scenario.duration)} simulated")
     return 0
 
 
@@ -512,10 +515,25 @@ def main(argv: list[str] | None = None) -> int:
     keep_freed_memory()
     handler, _ = COMMANDS[args.command]
     try:
-        return handler(args)
+        status = handler(args)
+        sys.stdout.flush()  # here, where a closed pipe can be handled, not at exit
+        return status
     except KeyboardInterrupt:
         print("sim: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """The reader of stdout left (`sim limits | head -3`): stop quietly, as a command killed
+    by SIGPIPE does. stdout is pointed at /dev/null so that Python's last flush at exit
+    finds no closed pipe either."""
+    import os
+
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

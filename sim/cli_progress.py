@@ -1,12 +1,23 @@
 """The progress bars of `sim`'s commands, on stderr with rich; nothing when quiet.
 
 Each is a context manager that gives the callback the library's functions take as
-`progress` (or None when quiet), and takes the bar away on leaving.
+`progress` (or None when quiet), and takes the bar away on leaving. When stderr is
+not a terminal (a pipe, a file) there is no bar either: rich would draw nothing
+there but a blank line on leaving, in front of an error message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
+
+
+def _terminal() -> Any:
+    """rich's console on stderr, or None when stderr is not a terminal."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    return console if console.is_terminal else None
 
 
 class SimulatedTime:
@@ -18,15 +29,15 @@ class SimulatedTime:
         self.bar = None
 
     def __enter__(self) -> Callable[[float, float], None] | None:
-        if self.quiet:
+        console = None if self.quiet else _terminal()
+        if console is None:
             return None
-        from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.bar = Progress(
             TextColumn("{task.description}"), BarColumn(),
             TextColumn("{task.fields[reached]}"), TimeRemainingColumn(),
-            console=Console(stderr=True), transient=True,
+            console=console, transient=True,
         )
         self.bar.start()
         task = self.bar.add_task(self.label, total=1.0, reached="day 0")
@@ -46,14 +57,14 @@ class FilesWritten(SimulatedTime):
     """Files written of all a run writes, and the one just written; nothing when quiet."""
 
     def __enter__(self) -> Callable[[int, int, str], None] | None:
-        if self.quiet:
+        console = None if self.quiet else _terminal()
+        if console is None:
             return None
-        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
         self.bar = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[file]}"), console=Console(stderr=True), transient=True,
+            TextColumn("{task.fields[file]}"), console=console, transient=True,
         )
         self.bar.start()
         task = self.bar.add_task(self.label, total=None, file="")
@@ -68,15 +79,15 @@ class Batch(SimulatedTime):
     """Runs done, simulated time reached over all runs, and time left; nothing when quiet."""
 
     def __enter__(self) -> Callable[[int, int, float, float], None] | None:
-        if self.quiet:
+        console = None if self.quiet else _terminal()
+        if console is None:
             return None
-        from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.bar = Progress(
             TextColumn("{task.description}"), BarColumn(),
             TextColumn("{task.fields[runs]}"), TextColumn("{task.fields[reached]}"),
-            TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+            TimeRemainingColumn(), console=console, transient=True,
         )
         self.bar.start()
         task = self.bar.add_task(self.label, total=1.0, runs="starting workers", reached="")

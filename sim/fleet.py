@@ -32,6 +32,7 @@ from typing import Any
 
 from sim.cluster import default_workers, open_client, worker_count
 from sim.engine.records import RunResult
+from sim.main_guard import in_process_instead
 from sim.rules.timeouts import effective_suspend_timeout
 from sim.scenario.loader import _parse_yaml, load_scenario, parse_scenario  # the loader's YAML
 from sim.scenario.merge import canonical_result, instance_order
@@ -394,7 +395,8 @@ def _run_fleet(source: str | Path | Mapping[str, Any] | Source, seed: int | None
     scenario = src.scenario()
     order = instance_order(scenario)
     keys = list(order)
-    if client is None and scheduler is None and cluster is None and not workers:
+    if (client is None and scheduler is None and cluster is None and not workers) or \
+            (cluster is None and in_process_instead("sim.run_fleet", workers, scheduler, client)):
         result = run_scenario(scenario, seed=seed, progress=progress)
         return canonical_result([(result, keys)], order)
     relay = None if progress is None else _run_progress(progress, scenario.duration)

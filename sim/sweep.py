@@ -49,6 +49,7 @@ from sim.fleet import (
     run_local,
     run_tasks,
 )
+from sim.main_guard import in_process_instead
 from sim.metrics import frames, summary
 from sim.scenario.loader import ScenarioError, parse_scenario
 from sim.scenario.schema import Scenario
@@ -282,7 +283,8 @@ def run_sweep(
 
     By default on an embedded LocalCluster with one worker process per CPU;
     `scheduler` sends the runs to an existing cluster, `client` uses an open
-    dask Client, and `workers=0` runs them one by one in this process.
+    dask Client, and `workers=0` runs them one by one in this process (as does a
+    call from a script's top level outside `if __name__ == "__main__":`).
     Raises SweepError for a bad setting, before anything runs.
     """
     if replications < 1:
@@ -299,7 +301,8 @@ def run_sweep(
             seed = replication_seed(scenario.seed, r)
             jobs.append((i, r, seed))
             calls.append(((doc, src.base_dir, seed), scenario.duration))
-    if client is None and scheduler is None and workers == 0:
+    if (client is None and scheduler is None and workers == 0) or \
+            in_process_instead("sim.run_sweep", workers, scheduler, client):
         figures = run_local(run_point, calls, progress)
     else:
         context = nullcontext(client) if client is not None else open_client(workers, scheduler)

@@ -66,9 +66,12 @@ def _when(cp: ControlPlane, t: float | None) -> dict[str, str]:
     return {"at": at, "ago": ago(cp.now - t)}
 
 
-def _duration(op: Operation, now: float) -> str:
-    end = op.finished_at if op.finished_at is not None else now
-    seconds = max(0.0, end - op.created_at)
+def _duration(op: Operation) -> str:
+    """How long a finished operation took; nothing for one still running (its status says
+    so, and the time it has run so far would read as its length)."""
+    if op.finished_at is None:
+        return ""
+    seconds = max(0.0, op.finished_at - op.created_at)
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
@@ -81,7 +84,7 @@ def operation_row(cp: ControlPlane, op: Operation) -> dict[str, Any]:
     return {"id": op.id, "action": action_words(op.action),
             "status": STATUS_LABELS.get(op.status, op.status), "status_key": op.status,
             "endpoint_id": op.endpoint_id or "", "created": _when(cp, op.created_at),
-            "duration": _duration(op, cp.now), "error": op.error or ""}
+            "duration": _duration(op), "error": op.error or ""}
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)

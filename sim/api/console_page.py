@@ -110,8 +110,9 @@ function askForKey(message) {
   const input = h("input", {type: "password", placeholder: "API key", autocomplete: "off"});
   const form = h("form", {cls: "key"},
     h("h2", {}, "API key"),
-    h("p", {cls: "muted"}, message ||
-      "The console shows the projects your key reaches. `sim serve` printed a key at startup."),
+    message ? h("p", {cls: "muted"}, message) :
+      h("p", {cls: "muted"}, "The console shows the projects your key reaches. ",
+        h("code", {}, "sim serve"), " printed a key at startup."),
     input, h("button", {type: "submit"}, "Show my projects"));
   form.addEventListener("submit", (e) => {
     e.preventDefault();

@@ -289,7 +289,8 @@ def connections_chart(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) 
         y, busiest["peak_connections"], height=0.45, color="#1f77b4", label="peak open connections"
     )
     labels = [
-        f"{c} ({n})" for c, n in zip(busiest["compute_id"], busiest["project_name"], strict=True)
+        f"{_short(str(n), 26)} ({_short_id(str(c))})"
+        for c, n in zip(busiest["compute_id"], busiest["project_name"], strict=True)
     ]
     ax.set_yticks(y, labels)
     for yi, (peak, cap) in enumerate(
@@ -311,19 +312,40 @@ def connections_chart(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) 
     return fig
 
 
+def _short(text: str, width: int) -> str:
+    """At most `width` characters: a long name keeps its start and its end (`-57`)."""
+    if len(text) <= width:
+        return text
+    tail = max(4, width // 3)
+    return f"{text[:width - tail - 1]}…{text[-tail:]}"
+
+
+def _short_id(compute_id: str) -> str:
+    """`ep-…pfomlm9k`: an endpoint id's random end tells computes apart, and is what a
+    reader searches the tables for; its two words take a third of the chart's width."""
+    prefix, _, rest = compute_id.partition("-")
+    suffix = rest.rsplit("-", 1)[-1]
+    if not rest or len(compute_id) <= 14 or len(suffix) < 4:
+        return _short(compute_id, 14)
+    return f"{prefix}-…{suffix}"
+
+
 # --- 5. operations ---------------------------------------------------------------------
 
 
 def operations_chart(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -> Figure:
-    """Operations created per hour (per day for long runs), stacked by action,
-    with the failed attempts of those operations drawn over them in red."""
+    """Operations created per hour (per day for long runs): stacked by action above; below,
+    on a log scale, each action's count and the failed attempts, so that an action of a
+    handful of operations, or a few failures, stay visible beside thousands."""
     ops = frames["operations"]
-    fig, axes = _figure()
-    ax = axes[0, 0]
     if ops.empty:
+        fig, axes = _figure()
+        ax = axes[0, 0]
         ax.set_title(_title(summary, "Operations"), fontsize=14)
         _no_data(ax, "no operations")
         return fig
+    fig, axes = _figure(2, 1, sharex=True, height_ratios=[3, 2])
+    ax, low = axes[0, 0], axes[1, 0]
     duration = float(summary.get("duration_s") or ops["created_s"].max() + 1.0)
     bin_s = 3600.0 if duration <= 21 * 86_400 else 86_400.0
     unit = "hour" if bin_s == 3600.0 else "day"
@@ -339,51 +361,45 @@ def operations_chart(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -
     base = np.zeros(len(counts))
     bars = []
     for action in counts.columns:
-        bars.append(
-            ax.bar(
-                left,
-                counts[action],
-                width=width,
-                bottom=base,
-                align="edge",
-                color=colors[action],
-                label=action,
-            )
-        )
+        total = int(counts[action].sum())
+        bars.append(ax.bar(left, counts[action], width=width, bottom=base, align="edge",
+                           color=colors[action], label=f"{action} ({total:,})"))
         base += counts[action].to_numpy()
     n_failed = int(failed.sum())
-    # the step holds each value over its bin: repeat the last value up to the last bin's end
+    # the steps hold each value over its bin: repeat the last value up to the last bin's end
     edges = np.append(left, left[-1] + np.timedelta64(int(bin_s), "s"))
-    (failed_line,) = ax.step(
-        edges,
-        np.append(failed.to_numpy(), failed.to_numpy()[-1]),
-        where="post",
-        color=FAILED,
-        lw=2,
-        label=f"failed attempts ({n_failed:,})",
-    )
+
+    def steps(values: np.ndarray, **style: Any) -> Any:
+        shown = np.where(values > 0, values, np.nan)  # log scale: an empty bin is a gap
+        (line,) = low.step(edges, np.append(shown, shown[-1]), where="post", **style)
+        return line
+
+    for action in counts.columns:
+        steps(counts[action].to_numpy(dtype=float), color=colors[action], lw=1.2)
+    failed_line = steps(failed.to_numpy(dtype=float), color=FAILED, lw=2.2,
+                        label=f"failed attempts ({n_failed:,})")
+    # the counts on a line of their own: with a long scenario name one line would not fit
     ax.set_title(
-        _title(
-            summary,
-            f"Operations per {unit} by action ({len(ops):,} operations, "
-            f"{n_failed:,} failed attempts)",
-        ),
-        fontsize=14,
+        _title(summary, f"Operations per {unit} by action")
+        + f"\n{len(ops):,} operations, {n_failed:,} failed attempts",
+        fontsize=13,
     )
-    ax.set_ylabel(f"operations created per {unit}")
+    ax.set_ylabel(f"operations per {unit}")
     ax.set_ylim(bottom=0)
     ax.grid(True, axis="y", alpha=0.3)
+    low.set_yscale("log")
+    low.set_ylim(0.7, max(float(counts.to_numpy().max()), float(failed.max()), 1.0) * 2.0)
+    low.set_ylabel("each action (log)")
+    low.grid(True, axis="y", which="major", alpha=0.3)
+    if n_failed == 0:
+        low.text(0.01, 0.95, "no failed attempts", transform=low.transAxes, ha="left",
+                 va="top", fontsize=9, color=FAILED)
     # legend top-down as the stack reads top-down, failed attempts first
-    ax.legend(
-        handles=[failed_line, *bars[::-1]],
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-        fontsize=9,
-        frameon=False,
-    )
+    ax.legend(handles=[failed_line, *bars[::-1]], loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              fontsize=9, frameon=False)
     if duration > 0:  # the whole run, to line up with the fleet chart
-        ax.set_xlim(*_utc(pd.Series([start, start + pd.Timedelta(seconds=duration)])))
-    _time_axis(ax)
+        low.set_xlim(*_utc(pd.Series([start, start + pd.Timedelta(seconds=duration)])))
+    _time_axis(low)
     return fig
 
 

@@ -23,6 +23,7 @@ from sim.engine.records import RunResult
 from sim.metrics.frames import cold_start_waits, on_intervals, start_timestamp
 from sim.metrics.quantiles import quantiles_in_place
 from sim.rules.states import OperationStatus
+from sim.scenario.durations import readable_duration as format_duration
 
 #: computes-frame columns summed into the summary under the same (or a clearer) name
 _TOTALS = {
@@ -288,17 +289,6 @@ def format_number(x: float) -> str:
         return f"{x:,.0f}"
     decimals = max(0, 2 - math.floor(math.log10(magnitude)))
     return f"{x:,.{decimals}f}"
-
-
-def format_duration(seconds: float) -> str:
-    days, rest = divmod(float(seconds), 86_400.0)
-    hours, rest = divmod(rest, 3600.0)
-    minutes, secs = divmod(rest, 60.0)
-    parts = [f"{int(days)} d"] if days else []
-    parts += [f"{int(hours)} h"] if hours else []
-    parts += [f"{int(minutes)} min"] if minutes else []
-    parts += [f"{secs:.3g} s"] if secs or not parts else []
-    return " ".join(parts)
 
 
 def summary_sections(summary: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]:

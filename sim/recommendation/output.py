@@ -86,13 +86,20 @@ def recommendation_data(rec: Recommendation) -> dict[str, Any]:
 # ---- words -----------------------------------------------------------------------------------
 
 
+#: what a figure without a value means: the runs had nothing to measure it on
+_NOTHING_MEASURED = {"wake_p99_s": "no cold start", "queue_wait_p99_s": "no queueing"}
+#: a binding target's status: met, and what stops the saving going further
+BINDS = "binds: cheaper choices miss it"
+
+
 def _value(c: Candidate, metric: str, kind: str) -> str:
     ci = c.interval(metric) if c.simulated else None
     if ci is None:
         if c.simulated:
-            return "none"
+            return _NOTHING_MEASURED.get(metric, "none")
         return format_value(c.prediction.figures.get(metric), kind) + " (theory)"
     mean, low, high = ci
+    low = max(low, 0.0)  # every figure here is a count, a share or a wait: none is negative
     return f"{format_value(mean, kind)} [{format_value(low, kind)}, {format_value(high, kind)}]"
 
 
@@ -135,7 +142,7 @@ def table_rows(o: TemplateOutcome, targets: list[Target]) -> list[list[str]]:
     for t in targets:
         status = ""
         if rec is not None:
-            status = ("binds" if t in o.binding else "met") if t not in rec.misses(targets) \
+            status = (BINDS if t in o.binding else "met") if t not in rec.misses(targets) \
                 else "missed"
         rows.append([t.label, _value(o.current, t.metric, t.kind),
                      _value(rec, t.metric, t.kind) if rec else "–",
@@ -144,6 +151,8 @@ def table_rows(o: TemplateOutcome, targets: list[Target]) -> list[list[str]]:
 
 
 def recommendation_tables(rec: Recommendation, width: int = 150) -> str:
+    """What `sim recommend` prints: a table per template (today, the recommendation or the
+    closest choice, each target with its interval) and a closing line of the saving."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -163,9 +172,15 @@ def recommendation_tables(rec: Recommendation, width: int = 150) -> str:
             console.print(f"  {failure_text(o, o.targets)}")
     console.print(f"cost now {format_value(rec.cost_now, 'money')}, after "
                   f"{format_value(rec.cost_after, 'money')}: {saving_text(rec)}; "
-                  f"{rec.runs} runs in {rec.rounds} rounds, {rec.replications} replications "
-                  f"each, {int(CONFIDENCE * 100)} % intervals")
+                  f"{counted(rec.runs, 'run')} in {counted(rec.rounds, 'round')}, "
+                  f"{counted(rec.replications, 'replication')} each, "
+                  f"{int(CONFIDENCE * 100)} % intervals")
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()).strip("\n") + "\n"
+
+
+def counted(n: int, noun: str) -> str:
+    """`1 round`, `2 rounds`."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 # ---- the chart -------------------------------------------------------------------------------
@@ -200,14 +215,17 @@ def draw_pareto(rec: Recommendation, path: Path) -> Path:
         marks = [(o.current, "now", "#b26a00", "s")]
         if o.recommended is not None:
             marks.append((o.recommended, "recommended", "#1a8f3c", "*"))
-        for c, text, color, marker in marks:
+        for c, text, color, marker in marks:  # never cut in half by an axis
             ax.plot([_x(c)], [c.cost], marker, color=color, ms=14 if marker == "*" else 10,
-                    mfc="none" if marker == "s" else color, mew=2, zorder=4, label=text)
-        limit = next((t.limit for t in o.targets if t.metric == "cold_starts_per_1000"), None)
-        if limit is not None:
-            ax.axvline(limit, color="#c0392b", ls="--", lw=1, label="target")
+                    mfc="none" if marker == "s" else color, mew=2, zorder=4, label=text,
+                    clip_on=False)
+        _targets_on(ax, o)
         ax.set_xscale("symlog", linthresh=1.0)
-        ax.set_xlim(left=0.0)
+        # room on both sides: choices without cold starts sit at 0, on the left edge otherwise
+        xs = [_x(c) for c in o.candidates] + [_x(c) for c, *_ in marks] + \
+            [t.limit for t in o.targets if t.metric == "cold_starts_per_1000"]
+        ax.set_xlim(-0.5, max(max(xs, default=1.0), 1.0) * 2.0)
+        ax.margins(y=0.08)
         ax.set_xlabel("cold starts per 1,000 sessions")
         ax.set_ylabel("cost")
         ax.set_title(f"{name}: {verdict(o)}", fontsize=10)
@@ -219,6 +237,19 @@ def draw_pareto(rec: Recommendation, path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _targets_on(ax: Any, o: TemplateOutcome) -> None:
+    """The cold-start target as a line; a binding target the axes do not show, in words."""
+    cold = next((t for t in o.targets if t.metric == "cold_starts_per_1000"), None)
+    if cold is not None:
+        binds = " (binds)" if cold in o.binding else ""
+        ax.axvline(cold.limit, color="#c0392b", ls="--", lw=1,
+                   label=f"target{binds}: <= {format_value(cold.limit, cold.kind)}")
+    off_axes = [t for t in o.binding if t.metric != "cold_starts_per_1000"]
+    for t in off_axes:  # a legend entry without a mark: the legend finds room free of points
+        ax.plot([], [], " ", label=f"binds, not on these axes:\n{t.label} "
+                                   f"<= {format_value(t.limit, t.kind)}")
 
 
 def _x(c: Candidate) -> float:

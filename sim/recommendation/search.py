@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from sim.fleet import BatchProgress, Source, open_client, read_source, run_local, run_tasks
+from sim.main_guard import in_process_instead
 from sim.recommendation.measure import recording, run_slate
 from sim.recommendation.space import (
     Choice,
@@ -171,8 +172,10 @@ def recommend(
 
     `slo`: targets as texts (`cold_starts_per_1000=5`) or a mapping; `space`:
     `[TEMPLATE.]KEY=V1,V2` overrides of the default space. Runs go to dask
-    as `sim.run_sweep`'s do (`workers=0`: in this process). Raises
-    RecommendError (or ScenarioError) before anything runs for bad input.
+    as `sim.run_sweep`'s do (`workers=0`: in this process; so too when a script calls
+    it outside `if __name__ == "__main__":`, where worker processes would run the
+    script again). Raises RecommendError (or ScenarioError) before anything runs for
+    bad input.
     """
     if replications < 2:
         raise RecommendError(f"replications must be >= 2 for confidence intervals, "
@@ -198,7 +201,9 @@ def recommend(
     keep = bool(scenario.actions or scenario.keys)  # scripted calls may name any template
     seeds = [replication_seed(scenario.seed, r) for r in range(replications)]
     runs = rounds = 0
-    context = (nullcontext(client) if client is not None or (scheduler is None and workers == 0)
+    in_process = (scheduler is None and workers == 0) or \
+        in_process_instead("sim.recommend", workers, scheduler, client)
+    context = (nullcontext(client) if client is not None or in_process
                else open_client(workers, scheduler))
     with context as active:
         while rounds < max_rounds:

@@ -36,6 +36,7 @@ class AutoscalingConnections(StrEnum):
 
 
 def max_connections_fixed(cu: float) -> int:
+    """Postgres max_connections of a compute of `cu` CU (the size table; `sim limits`)."""
     cu = float(cu)
     if cu in MAX_CONNECTIONS_TABLE:
         return MAX_CONNECTIONS_TABLE[cu]
@@ -55,4 +56,6 @@ def max_connections(
 
 
 def default_pool_size(max_conn: int, share: float = DEFAULT_POOL_SHARE) -> int:
+    """The pooler's server connections when the scenario sets no pool_size: a share of
+    the compute's max_connections, at least one."""
     return max(1, int(max_conn * share))

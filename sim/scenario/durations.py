@@ -111,6 +111,18 @@ def format_duration(seconds: float) -> str:
     return "".join(parts)
 
 
+def readable_duration(seconds: float) -> str:
+    """A span as a person reads it: "30 d", "1 h 30 min", "0.381 s"."""
+    days, rest = divmod(float(seconds), 86_400.0)
+    hours, rest = divmod(rest, 3600.0)
+    minutes, secs = divmod(rest, 60.0)
+    parts = [f"{int(days)} d"] if days else []
+    parts += [f"{int(hours)} h"] if hours else []
+    parts += [f"{int(minutes)} min"] if minutes else []
+    parts += [f"{secs:.3g} s"] if secs or not parts else []
+    return " ".join(parts)
+
+
 def parse_bytes(value: object) -> float:
     """Bytes in a size: a number (bytes) or a string such as "512MiB", "2GB", "1.5 GiB"."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):

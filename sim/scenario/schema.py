@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PlainValidator,
@@ -82,6 +83,18 @@ WarmUp = Annotated[float | Literal["auto"], PlainValidator(_warm_up), _AS_TEXT]
 NonNegative = Annotated[float, Field(ge=0)]
 
 PlanName = Literal["free", "launch", "scale", "business"]
+
+
+def _off_word(value: object) -> object:
+    # YAML 1.1 loaders (yaml.safe_load) read an unquoted `off` (or `no`) as False; the
+    # scenario's own loader keeps the word. Both mean the same setting.
+    return "off" if value is False else value
+
+
+#: how much of a kind of row a run records: `off` is also YAML 1.1's False
+Recording = Annotated[Literal["all", "sampled", "off"], BeforeValidator(_off_word)]
+EventRecording = Annotated[Literal["all", "off"], BeforeValidator(_off_word)]
+
 _ENGINE = EngineConfig()
 DEFAULT_START = datetime(2026, 1, 5, tzinfo=UTC)
 MAX_COUNT = 1_000_000  # projects from one template; a sanity bound, not a rule of the specification
@@ -483,10 +496,10 @@ class Scenario(Spec):
     plan: PlanName = "launch"
     price_per_cu_hour: NonNegative = 0.16
     region_id: Annotated[str, Field(min_length=1)] = "aws-us-east-2"
-    record_connections: Literal["all", "sampled", "off"] = "all"
+    record_connections: Recording = "all"
     # operations, state intervals and wakes as rows ("all"), or only the per-minute fleet
     # series and per-compute cold-start waits ("off"): for fleets of thousands of computes
-    record_events: Literal["all", "off"] = "all"
+    record_events: EventRecording = "all"
     connection_sample_rate: Annotated[float, Field(gt=0, le=1)] = 0.01
     engine: EngineSpec = EngineSpec()
     faults: FaultsSpec = FaultsSpec()

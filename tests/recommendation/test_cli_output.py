@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,7 @@ def test_writes_table_json_chart_page_and_scenario(scenario_file: Path, tmp_path
                             "--out", str(out)], capsys)
     assert code == 0
     assert "steady (4 projects): binding: cold starts / 1,000 sessions" in printed
+    assert re.search(r"\d+ runs in (1 round|[2-9] rounds), 3 replications each", printed), printed
     data = json.loads((out / "recommendation.json").read_text())
     steady = data["templates"]["steady"]
     # exp(-(30/3600)(60 + 20)) = 513 per 1,000 misses 200; 300 s gives 57: the cheapest that meets

@@ -292,6 +292,24 @@ def test_yaml_1_1_booleans_stay_words() -> None:
         parse_scenario(BASE_YAML.replace("type: read_only", on))
 
 
+@pytest.mark.parametrize("word", ["off", "no", "Off", "NO"])
+def test_yaml_1_1_loaders_false_is_the_word_off(word: str) -> None:
+    # yaml.safe_load reads these as False; the library takes what it made of them, as
+    # `sim run` takes the word itself
+    text = f"record_connections: {word}\nrecord_events: {word}\n" + BASE_YAML
+    doc = yaml.safe_load(text)
+    assert doc["record_connections"] is False and doc["record_events"] is False
+    scenario = parse_scenario(doc)
+    assert (scenario.record_connections, scenario.record_events) == ("off", "off")
+    if word == "off":  # the scenario's loader keeps the word, which is the setting
+        scenario = parse_scenario(text)
+        assert (scenario.record_connections, scenario.record_events) == ("off", "off")
+    # True names no setting: refused in one line, as any other value
+    with pytest.raises(ScenarioError, match="record_connections") as err:
+        parse_scenario(yaml.safe_load("record_connections: on\n" + BASE_YAML))
+    assert "\n" not in str(err.value)
+
+
 # ---- what a valid scenario turns into ----------------------------------------------------------
 
 
