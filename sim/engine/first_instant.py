@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from sim.engine.connection_table import ConnectionTable
 from sim.engine.records import RunResult
 from sim.engine.row_table import RowBlock, RowTable
 
@@ -39,32 +38,63 @@ def from_first_instant(result: RunResult, t0: float) -> None:
                        for row in result.computes]
     result.projects = {pid: (key, created - t0) for pid, (key, created)
                        in result.projects.items()}
-    result.operations = _rows_after(result.operations, "created_s", t0, ("created_s", "updated_s"))
+    result.operations = _rows_after(result.operations, "created_s", t0,
+                                    ("created_s", "updated_s"))
     result.wakes = _rows_after(result.wakes, "at_s", t0, ("at_s",))
-    intervals = result.intervals.columns()
-    start, end, keep = counted_span(intervals["start_s"], intervals["end_s"], t0)
-    result.intervals = _table(result.intervals, {**{k: v[keep] for k, v in intervals.items()},
-                                                 "start_s": start, "end_s": end})
-    result.connections = _connections_after(result.connections, t0)
+    result.intervals = result.intervals.with_parts(
+        _intervals_after(part, t0) for part in result.intervals.parts)
+    result.connections = result.connections.with_parts(
+        _connections_after(part, t0) for part in result.connections.parts)
 
+
+# Part by part, as the rows are held (a block of columns per compute from the kernel, lists
+# of rows from the engine): a fleet's millions of rows are never turned into objects here.
 
 def _rows_after(table: RowTable[Any], at: str, t0: float, times: tuple[str, ...]
                 ) -> RowTable[Any]:
-    columns = table.columns()
-    keep = columns[at] >= t0
-    return _table(table, {name: column[keep] - t0 if name in times else column[keep]
-                          for name, column in columns.items()})
+    fields = table.row_type._fields
+    index = [fields.index(name) for name in times]
+    kept: list[Any] = []
+    for part in table.parts:
+        if isinstance(part, list):
+            where = fields.index(at)
+            kept.append([_shifted(row, index, t0) for row in part if row[where] >= t0])
+            continue
+        values = dict(part.values)
+        keep = values[at] >= t0
+        values = {name: value[keep] if isinstance(value, np.ndarray) else value
+                  for name, value in values.items()}
+        for name in times:
+            values[name] = values[name] - t0
+        kept.append(RowBlock(part.row_type, int(keep.sum()), values))
+    return table.with_parts(kept)
 
 
-def _table(like: RowTable[Any], columns: dict[str, np.ndarray]) -> RowTable[Any]:
-    n = len(next(iter(columns.values())))
-    return RowTable(like.row_type, [RowBlock(like.row_type, n, columns)] if n else [])
+def _shifted(row: Any, index: list[int], t0: float) -> Any:
+    values = list(row)
+    for i in index:
+        values[i] -= t0
+    return type(row)._make(values)
 
 
-def _connections_after(table: ConnectionTable, t0: float) -> ConnectionTable:
-    kept = table.take(np.flatnonzero(table.column("arrival_s") >= t0))
-    return ConnectionTable(replace(block, arrival_s=block.arrival_s - t0)
-                           for block in kept.parts)
+def _intervals_after(part: Any, t0: float) -> Any:
+    if isinstance(part, list):
+        return [row._replace(start_s=max(row.start_s, t0) - t0, end_s=row.end_s - t0)
+                for row in part if row.end_s > t0]
+    values = dict(part.values)
+    start, end, keep = counted_span(values["start_s"], values["end_s"], t0)
+    values = {name: value[keep] if isinstance(value, np.ndarray) else value
+              for name, value in values.items()}
+    values["start_s"], values["end_s"] = start, end
+    return RowBlock(part.row_type, int(keep.sum()), values)
+
+
+def _connections_after(part: Any, t0: float) -> Any:
+    if isinstance(part, list):
+        return [row._replace(arrival_s=row.arrival_s - t0) for row in part
+                if row.arrival_s >= t0]
+    kept = part.where(part.arrival_s >= t0)
+    return replace(kept, arrival_s=kept.arrival_s - t0)
 
 
 __all__ = ["counted_span", "from_first_instant"]
