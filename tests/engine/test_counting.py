@@ -44,10 +44,13 @@ def every(period: str, session_s: float, **load: Any) -> dict:
 
 
 def both_roads(doc: dict) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
-    """The run's tables and summary, after checking that both roads give the same tables."""
+    """The run's tables and summary, after checking that both roads give the same tables
+    (and that the fleet path ran the compute kernel, where no scripted call names it)."""
     parsed = parse_scenario(doc)
     engine = runner.run_scenario(parsed, fleet_path=False)
     fleet = runner.run_scenario(parsed)
+    if "actions" not in doc:
+        assert set(fleet.roads) == {"fleet path"}, fleet.roads
     tables = canonical(engine)
     for name, table in canonical(fleet).items():
         pd.testing.assert_frame_equal(table, tables[name], check_exact=True, obj=name)
