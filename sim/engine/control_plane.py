@@ -403,7 +403,7 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
                 c.max_connections(self.config.autoscaling_connections), s.sessions, s.refused,
                 s.queued, s.queue_timeouts, s.queue_wait_s, s.disk_full, s.dropped,
                 s.cold_starts, s.restarts, s.suspends, s.peak_connections, s.active_s, s.cu_s,
-                c.created_at, c.deleted_at,
+                c.created_at, c.deleted_at, s.refused_pooler_full, s.refused_disabled,
             ))
         rec = self.recorder
         ops: list[RowTable[OperationRow]] = []

@@ -140,13 +140,14 @@ class Lifecycle:
 
     # -- storage lifecycle ---------------------------------------------------
     def went_quiet(self: ControlPlane, c: Compute) -> None:
-        """A compute stopped: start the idle clocks of its project and branch."""
+        """A compute stopped (or an idle one was deleted): start the idle clocks of its
+        project and branch, unless they already run (a clock runs from when nothing was on)."""
         project = self.projects[c.project_id]
         branch = self.branches[c.branch_id]
         computes = [self.computes[i] for b in project.branches for i in self.branches[b].computes]
-        if not any(is_on(x) for x in computes):
+        if project.idle_since is None and not any(is_on(x) for x in computes):
             self.project_went_quiet(project)
-        if not any(is_on(self.computes[i]) for i in branch.computes):
+        if branch.idle_since is None and not any(is_on(self.computes[i]) for i in branch.computes):
             self.branch_went_quiet(branch)
 
     def left_branch(self: ControlPlane, branch: Branch, was_on: bool) -> None:

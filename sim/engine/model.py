@@ -58,7 +58,9 @@ class ComputeStats:
     """Per-compute counters, kept whatever the connection-recording option."""
 
     sessions: int = 0
-    refused: int = 0
+    refused: int = 0  # 53300 only: every other refusal has its own count
+    refused_pooler_full: int = 0
+    refused_disabled: int = 0
     queued: int = 0
     queue_timeouts: int = 0
     queue_wait_s: float = 0.0

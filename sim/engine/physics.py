@@ -101,7 +101,25 @@ def _note_state(f, i, o_state, o_cu, o_start, o_end):
 
 
 @_inline
-def _expire_load(f, i, H, now):
+def _load_changed(f, p, valid):
+    if f[RESIZE_AT] == INF and _goal(f, p, valid) != f[CU]:
+        f[RESIZE_AT] = f[NOW] + p[P_DELAY]
+
+
+@_inline
+def _load_due(i, H, now):
+    return ((i[N_LOAD_START] > 0 and H[LOAD_START_H, 0, 0] <= now)
+            or (i[N_LOAD] > 0 and H[LOAD_H, 0, 0] <= now))
+
+
+@_inline
+def _expire_load(f, i, p, valid, H, now):
+    """The load of sessions that started and ended by `now` (starts first)."""
+    started = i[N_LOAD_START] > 0 and H[LOAD_START_H, 0, 0] <= now
+    while i[N_LOAD_START] > 0 and H[LOAD_START_H, 0, 0] <= now:
+        f[CPU_LOAD] += H[LOAD_START_H, 0, 1]
+        f[MEM_LOAD] += H[LOAD_START_H, 0, 2]
+        _pop(H, i, LOAD_START_H)
     while i[N_LOAD] > 0 and H[LOAD_H, 0, 0] <= now:
         f[CPU_LOAD] -= H[LOAD_H, 0, 1]
         f[MEM_LOAD] -= H[LOAD_H, 0, 2]
@@ -109,24 +127,37 @@ def _expire_load(f, i, H, now):
     if i[N_LOAD] == 0:  # keep float sums exact at rest
         f[CPU_LOAD] = 0.0
         f[MEM_LOAD] = 0.0
+    if started:  # a rise the autoscaler reacts to, whoever noticed it
+        _load_changed(f, p, valid)
 
 
 @_inline
-def _expire(f, i, H, now):
-    for h in (OPEN_H, SERVER_H, CLIENT_H):
+def _expire(f, i, p, valid, H, now):
+    for h in (OPEN_H, SERVER_H, CLIENT_H, LEAVE_H):
         while i[N_OPEN + h] > 0 and H[h, 0, 0] <= now:
             _pop(H, i, h)
     while i[N_TEMP] > 0 and H[TEMP_H, 0, 0] <= now:
-        f[TEMP_USED] -= H[TEMP_H, 0, 1]
         _pop(H, i, TEMP_H)
-    if i[N_LOAD] > 0 and H[LOAD_H, 0, 0] <= now:
-        _expire_load(f, i, H, now)
+    if _load_due(i, H, now):
+        _expire_load(f, i, p, valid, H, now)
 
 
 @_inline
-def _load_changed(f, p, valid):
-    if f[RESIZE_AT] == INF and _goal(f, p, valid) != f[CU]:
-        f[RESIZE_AT] = f[NOW] + p[P_DELAY]
+def _temp_at(i, H, t):
+    """Bytes of temporary files held at `t` by the sessions admitted so far (ComputeRuntime.
+    _temp_at: summed in heap order)."""
+    used = 0.0
+    for r in range(i[N_TEMP]):
+        if H[TEMP_H, r, 2] <= t < H[TEMP_H, r, 0]:
+            used += H[TEMP_H, r, 1]
+    return used
+
+
+@_inline
+def _leave(H, i, at):
+    """A pooled client that gets no session is a client of the pooler until `at`."""
+    _push(H, i, CLIENT_H, at, 0.0, 0.0)
+    _push(H, i, LEAVE_H, at, 0.0, 0.0)
 
 
 @_inline
@@ -142,48 +173,55 @@ def _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, wait, outcome, cold)
 @_inline
 def _admit(f, i, p, valid, s, arrival, now, d, c, m, t, cold, H, rec_idx, rec_wait,
            rec_outcome, rec_cold):
+    # ComputeRuntime._admit: the client's fate is decided now; a queued session runs, and
+    # holds its files and load, from its start
     counted = 1 if arrival >= f[COUNT_FROM] else 0  # a warm-up client is in no figure
-    if t > 0.0 and f[TEMP_USED] + t > p[P_DISK]:
-        i[DISK_FULLS] += counted  # SQLSTATE 53100: no space left on device
-        _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, now - arrival, DISK_FULL, cold)
+    start = now
+    queued = p[P_POOLED] > 0 and i[N_SERVER] >= p[P_POOL_SIZE]
+    if queued:
+        start = H[SERVER_H, 0, 0]
+        if start - now > p[P_QUEUE_TIMEOUT]:
+            i[QUEUE_TIMEOUTS] += counted
+            _leave(H, i, now + p[P_QUEUE_TIMEOUT])
+            _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, now - arrival,
+                    QUEUE_TIMEOUT, cold)
+            return
+    if t > 0.0 and _temp_at(i, H, start) + t > p[P_DISK]:
+        i[DISK_FULLS] += counted  # SQLSTATE 53100: no space left on device, at its turn
+        if start > now:
+            _leave(H, i, start)
+        _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, start - arrival, DISK_FULL,
+                cold)
         return
     if p[P_POOLED] > 0:
-        start = now
-        if i[N_SERVER] >= p[P_POOL_SIZE]:
-            free_at = H[SERVER_H, 0, 0]
-            if free_at - now > p[P_QUEUE_TIMEOUT]:
-                i[QUEUE_TIMEOUTS] += counted
-                _push(H, i, CLIENT_H, now + p[P_QUEUE_TIMEOUT], 0.0, 0.0)
-                _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, now - arrival,
-                        QUEUE_TIMEOUT, cold)
-                return
+        if queued:
             _pop(H, i, SERVER_H)
-            start = free_at
             i[QUEUED] += counted
             if counted:
-                f[QUEUE_WAIT_S] += free_at - now
+                f[QUEUE_WAIT_S] += start - now
         end = start + d
         _push(H, i, SERVER_H, end, 0.0, 0.0)
         _push(H, i, CLIENT_H, end, 0.0, 0.0)
         held = i[N_CLIENT]
     else:
-        start = now
         end = now + d
         _push(H, i, OPEN_H, end, 0.0, 0.0)
         held = i[N_OPEN]
     if t > 0.0:
-        f[TEMP_USED] += t
-        _push(H, i, TEMP_H, end, t, 0.0)
+        _push(H, i, TEMP_H, end, t, start)
     i[SESSIONS] += counted
     if held > i[PEAK] and now >= f[COUNT_FROM]:
         i[PEAK] = held
     if end > f[BUSY_UNTIL]:
         f[BUSY_UNTIL] = end
     if (c > 0.0 or m > 0.0) and p[P_FIXED] == 0:
-        f[CPU_LOAD] += c
-        f[MEM_LOAD] += m
         _push(H, i, LOAD_H, end, c, m)
-        _load_changed(f, p, valid)
+        if start > now:  # queued: the autoscaler sees it when it starts
+            _push(H, i, LOAD_START_H, start, c, m)
+        else:
+            f[CPU_LOAD] += c
+            f[MEM_LOAD] += m
+            _load_changed(f, p, valid)
     _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, start - arrival, OK, cold)
 
 
@@ -247,7 +285,7 @@ def _activated(f, i, p, valid, arr, dur, cpu, mem, tmp, waiting, H, rec_idx, rec
     """ComputeRuntime.activated: the countdown restarts, everyone who waited is admitted."""
     now = f[NOW]
     f[QUIET_SINCE] = now
-    _expire(f, i, H, now)
+    _expire(f, i, p, valid, H, now)
     for w in range(i[WAITING]):
         s = waiting[w]
         _admit(f, i, p, valid, s, arr[s], now, dur[s], cpu[s], mem[s], tmp[s], True, H,
@@ -290,7 +328,7 @@ def _wake(f, i, cause, sp_start, lane, op_action, op_created, op_status, op_fail
 @typed_once
 @njit(cache=True)
 def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, server0, client0,
-            temp0, load0, gate_t, gate_g):
+            temp0, load0, load_start0, leave0, gate_t, gate_g):
     """Run one compute to the end of the run, from its creation's start or from a state.
 
     From creation (p[P_RESUME] == 0): the start that creation began finishes at
@@ -327,19 +365,19 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
     lane = np.empty(cap_ops, np.int64)
     waiting = np.empty(n, np.int64)
     # every heap can hold every session and what it was handed, plus a scratch row
-    held = max(len(open0), len(server0), len(client0), len(temp0), len(load0))
+    held = max(len(open0), len(server0), len(client0), len(temp0), len(load0),
+               len(load_start0), len(leave0))
     # not zeroed: a heap reads only the rows it holds and its scratch row, written first
-    # (zeroing five heaps of a busy compute was most of the memory a call touched)
-    H = np.empty((5, n + held + 1, 3))
-    for h, rows in ((OPEN_H, open0), (SERVER_H, server0), (CLIENT_H, client0)):
+    # (zeroing the heaps of a busy compute was most of the memory a call touched)
+    H = np.empty((N_HEAPS, n + held + 1, 3))
+    for h, rows in ((OPEN_H, open0), (SERVER_H, server0), (CLIENT_H, client0),
+                    (LEAVE_H, leave0)):
         H[h, :len(rows), 1:] = 0.0  # handed over as one number each
         H[h, :len(rows), 0] = rows
         i[N_OPEN + h] = len(rows)
-    H[TEMP_H, :len(temp0), 2] = 0.0
-    H[TEMP_H, :len(temp0), :2] = temp0
-    i[N_TEMP] = len(temp0)
-    H[LOAD_H, :len(load0), :] = load0
-    i[N_LOAD] = len(load0)
+    for h, rows3 in ((TEMP_H, temp0), (LOAD_H, load0), (LOAD_START_H, load_start0)):
+        H[h, :len(rows3), :] = rows3
+        i[N_OPEN + h] = len(rows3)
     i[WAITING] = 0
     i[GATE_NEXT] = 0
     _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiting, gate_t, gate_g,
@@ -350,10 +388,13 @@ def advance(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, open0, ser
     open_f = H[OPEN_H, :i[N_OPEN], 0].copy()
     server_f = H[SERVER_H, :i[N_SERVER], 0].copy()
     client_f = H[CLIENT_H, :i[N_CLIENT], 0].copy()
-    temp_f = H[TEMP_H, :i[N_TEMP], :2].copy()
+    temp_f = H[TEMP_H, :i[N_TEMP], :].copy()
     load_f = H[LOAD_H, :i[N_LOAD], :].copy()
+    load_start_f = H[LOAD_START_H, :i[N_LOAD_START], :].copy()
+    leave_f = H[LEAVE_H, :i[N_LEAVE], 0].copy()
     return (f, i, rec_idx, rec_wait, rec_outcome, rec_cold, op_floats, op_codes, op_failures,
-            iv_floats, iv_state, open_f, server_f, client_f, temp_f, load_f)
+            iv_floats, iv_state, open_f, server_f, client_f, temp_f, load_f, load_start_f,
+            leave_f)
 
 
 @_loop
@@ -380,7 +421,12 @@ def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiti
         i[NEXT_ARR] = s + 1
         limit = p[P_POOLER_MAX] if p[P_POOLED] > 0 else p[P_MAX_CONN]
         if i[WAITING] >= limit:
-            i[REFUSED] += 1 if arr[s] >= f[COUNT_FROM] else 0
+            if arr[s] < f[COUNT_FROM]:
+                pass  # a client of the warm-up is in no figure
+            elif p[P_POOLED] > 0:
+                i[POOLER_FULLS] += 1
+            else:
+                i[REFUSED] += 1  # 53300
             _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, 0.0,
                     REFUSED_POOLER_FULL if p[P_POOLED] > 0 else REFUSED_TOO_MANY, False)
         else:
@@ -416,6 +462,8 @@ def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiti
                 t = d
             if i[N_LOAD] > 0 and f[CU] > p[P_MIN_CU] and H[LOAD_H, 0, 0] < t:
                 t = H[LOAD_H, 0, 0]
+            if i[N_LOAD_START] > 0 and H[LOAD_START_H, 0, 0] < t:
+                t = H[LOAD_START_H, 0, 0]
             if f[RESIZE_AT] < t:
                 t = f[RESIZE_AT]
             if t < f[ARMED_AT]:
@@ -451,15 +499,15 @@ def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiti
                 a = arr[s]
                 # connect(): every connection resets the countdown
                 f[QUIET_SINCE] = a
-                _expire(f, i, H, a)
+                _expire(f, i, p, valid, H, a)
                 if p[P_POOLED] > 0:
                     if i[N_CLIENT] + i[WAITING] >= p[P_POOLER_MAX]:
-                        i[REFUSED] += 1 if a >= f[COUNT_FROM] else 0
+                        i[POOLER_FULLS] += 1 if a >= f[COUNT_FROM] else 0
                         _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, 0.0,
                                 REFUSED_POOLER_FULL, False)
                         continue
                 elif i[N_OPEN] + i[WAITING] >= p[P_MAX_CONN]:
-                    i[REFUSED] += 1 if a >= f[COUNT_FROM] else 0
+                    i[REFUSED] += 1 if a >= f[COUNT_FROM] else 0  # 53300
                     _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, 0.0,
                             REFUSED_TOO_MANY, False)
                     continue
@@ -473,13 +521,13 @@ def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiti
                     continue
                 _admit(f, i, p, valid, s, a, a, dur[s], cpu[s], mem[s], tmp[s], False, H,
                        rec_idx, rec_wait, rec_outcome, rec_cold)
-            if i[N_LOAD] > 0 and H[LOAD_H, 0, 0] <= now:
-                _expire_load(f, i, H, now)
+            if _load_due(i, H, now):
+                _expire_load(f, i, p, valid, H, now)
                 _load_changed(f, p, valid)
             if f[RESIZE_AT] <= now:
                 # an automatic resize: no restart, no dropped connection
+                _expire_load(f, i, p, valid, H, now)
                 f[RESIZE_AT] = INF
-                _expire_load(f, i, H, now)
                 if i[CUR] == ACTIVE:
                     g = _goal(f, p, valid)
                     if g != f[CU]:

@@ -160,10 +160,12 @@ def _state(c: Compute, count_from: float) -> tuple[np.ndarray, np.ndarray]:
     i[k.SESSIONS], i[k.REFUSED], i[k.QUEUED] = s.sessions, s.refused, s.queued
     i[k.QUEUE_TIMEOUTS], i[k.DISK_FULLS], i[k.PEAK] = s.queue_timeouts, s.disk_full, s.peak_connections
     i[k.COLD_STARTS], i[k.SUSPENDS] = s.cold_starts, s.suspends
+    i[k.POOLER_FULLS] = s.refused_pooler_full
     return f, i
 
 
-_NO_HEAPS = (np.empty(0), np.empty(0), np.empty(0), np.empty((0, 2)), np.empty((0, 3)))
+_NO_HEAPS = (np.empty(0), np.empty(0), np.empty(0), np.empty((0, 3)), np.empty((0, 3)),
+             np.empty((0, 3)), np.empty(0))
 
 
 class Gates(NamedTuple):
@@ -259,10 +261,12 @@ def give_to_engine(cp: ControlPlane, adv: Advanced, rank: int | None = None
     rt.open_ends = out["open_f"].tolist()
     rt.server_ends = out["server_f"].tolist()
     rt.client_ends = out["client_f"].tolist()
-    rt.temp_ends = [(a, b) for a, b in out["temp_f"].tolist()]
+    rt.leaving = out["leave_f"].tolist()
+    rt.temp_ends = [(a, b, s) for a, b, s in out["temp_f"].tolist()]
     rt.load_ends = [(a, b, m) for a, b, m in out["load_f"].tolist()]
+    rt.load_starts = [(a, b, m) for a, b, m in out["load_start_f"].tolist()]
     rt.cpu_load, rt.mem_load = float(f[k.CPU_LOAD]), float(f[k.MEM_LOAD])
-    rt.temp_used, rt.busy_until = float(f[k.TEMP_USED]), float(f[k.BUSY_UNTIL])
+    rt.busy_until = float(f[k.BUSY_UNTIL])
     rt.quiet_since = float(f[k.QUIET_SINCE])
     rt.resize_at = None if f[k.RESIZE_AT] == INF else float(f[k.RESIZE_AT])
     rt.iv_state, rt.iv_cu, rt.iv_start = _STATES[int(i[k.IV_STATE])], float(f[k.IV_CU]), float(f[k.IV_START])
@@ -338,7 +342,7 @@ def hand_over(cp: ControlPlane, c: Compute, tick: tuple[float, float] | None) ->
     i[k.ON] = 1 if on else 0
     i[k.NEXT_ARR] = rt.consumed
     f[k.NOW] = cp.now
-    f[k.CPU_LOAD], f[k.MEM_LOAD], f[k.TEMP_USED] = rt.cpu_load, rt.mem_load, rt.temp_used
+    f[k.CPU_LOAD], f[k.MEM_LOAD] = rt.cpu_load, rt.mem_load
     f[k.ARMED_AT] = f[k.FIRE_T] = rt.armed_at
     f[k.FIRE_SCHED] = rt.armed_sched  # orders exact ties between computes
     f[k.RESIZE_AT] = INF if rt.resize_at is None else rt.resize_at
@@ -346,8 +350,10 @@ def hand_over(cp: ControlPlane, c: Compute, tick: tuple[float, float] | None) ->
         f[k.TICK_T], f[k.TICK_SCHED] = tick
     heaps = (np.array(rt.open_ends, dtype=np.float64), np.array(rt.server_ends, dtype=np.float64),
              np.array(rt.client_ends, dtype=np.float64),
-             np.array(rt.temp_ends, dtype=np.float64).reshape(-1, 2),
-             np.array(rt.load_ends, dtype=np.float64).reshape(-1, 3))
+             np.array(rt.temp_ends, dtype=np.float64).reshape(-1, 3),
+             np.array(rt.load_ends, dtype=np.float64).reshape(-1, 3),
+             np.array(rt.load_starts, dtype=np.float64).reshape(-1, 3),
+             np.array(rt.leaving, dtype=np.float64))
     rt.external = True
     rt.armed_at = INF  # its pending timer event finds itself stale and does nothing
     return Handover(c, cp.now, f, i, heaps, tick)
@@ -407,6 +413,7 @@ def _apply_rows(cp: ControlPlane, adv: Advanced, engine_next: bool) -> bool:
     s.sessions, s.refused, s.queued = int(i[k.SESSIONS]), int(i[k.REFUSED]), int(i[k.QUEUED])
     s.queue_timeouts, s.disk_full = int(i[k.QUEUE_TIMEOUTS]), int(i[k.DISK_FULLS])
     s.cold_starts, s.suspends = int(i[k.COLD_STARTS]), int(i[k.SUSPENDS])
+    s.refused_pooler_full = int(i[k.POOLER_FULLS])
     s.peak_connections = int(i[k.PEAK])
     s.active_s, s.cu_s, s.queue_wait_s = float(f[k.ACTIVE_S]), float(f[k.CU_S]), float(f[k.QUEUE_WAIT_S])
     adv.open_records = _connections(cp, adv, engine_next)

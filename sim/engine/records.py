@@ -124,12 +124,12 @@ class ComputeRow(NamedTuple):
     pooler_enabled: bool
     max_connections: int
     sessions: int  # connections that began a session
-    refused: int  # refused at the door (53300, pooler full, disabled)
+    refused: int  # refused at the door with 53300 (too many connections)
     queued: int  # waited in the pool queue
     queue_timeouts: int
     queue_wait_s: float  # total queue wait
     disk_full: int  # sessions failed with 53100
-    dropped: int  # sessions cut by restart, resize, suspend or delete
+    dropped: int  # sessions cut by a restart, suspend or delete (never a client that got none)
     cold_starts: int
     restarts: int
     suspends: int
@@ -138,6 +138,8 @@ class ComputeRow(NamedTuple):
     cu_s: float  # CU-seconds (multiply by price per CU-hour / 3600)
     created_s: float
     deleted_s: float | None
+    refused_pooler_full: int = 0  # refused past the pooler's 10,000 clients
+    refused_disabled: int = 0  # refused by a disabled compute, or waiting when it went away
 
 
 class OperationRow(NamedTuple):

@@ -61,7 +61,7 @@ class SessionArrays(NamedTuple):
 class ComputeRuntime:
     __slots__ = (
         "cp", "env", "c", "config", "open_ends", "server_ends", "client_ends", "waiting",
-        "load_ends", "cpu_load", "mem_load", "temp_ends", "temp_used", "busy_until",
+        "load_ends", "load_starts", "cpu_load", "mem_load", "temp_ends", "leaving", "busy_until",
         "quiet_since", "armed_at", "armed_sched", "resize_at", "feed", "batch", "idx", "next_arrival",
         "wake_at", "wake_cause", "iv_state", "iv_cu", "iv_start", "max_conn", "pool_size",
         "disk_bytes", "record_mode", "sample_rng", "sample_rate", "recorder", "idle_timeout",
@@ -77,12 +77,17 @@ class ComputeRuntime:
         self.open_ends: list[float] = []  # direct: ends of admitted sessions
         self.server_ends: list[float] = []  # pooled: when each server connection frees up
         self.client_ends: list[float] = []  # pooled: when each client leaves
+        #: pooled clients that leave without a session (a queue timeout, or 53100 at their
+        #: turn), when they leave: they are in client_ends too, but a cut drops none of them
+        self.leaving: list[float] = []
         self.waiting: list[tuple[float, float, float, float, float]] = []  # until started
         self.load_ends: list[tuple[float, float, float]] = []  # (end, cpu, memory GB)
+        #: (start, cpu, memory GB) of queued sessions: their load counts from their start
+        self.load_starts: list[tuple[float, float, float]] = []
         self.cpu_load = 0.0
         self.mem_load = 0.0
-        self.temp_ends: list[tuple[float, float]] = []
-        self.temp_used = 0.0
+        #: (end, bytes, start): a session holds its temporary files while it runs
+        self.temp_ends: list[tuple[float, float, float]] = []
         self.busy_until = -INF  # latest end of an admitted session
         self.quiet_since = self.env.now  # last activity: the countdown runs from here
         self.armed_at = INF
@@ -161,6 +166,8 @@ class ComputeRuntime:
         # a session end can only lower the autoscaler's goal: it matters above the minimum
         if self.load_ends and self.c.cu > self.c.autoscaling_limit_min_cu and self.load_ends[0][0] < t:
             t = self.load_ends[0][0]
+        if self.load_starts and self.load_starts[0][0] < t:  # a queued session's load begins
+            t = self.load_starts[0][0]
         if self.resize_at is not None and self.resize_at < t:
             t = self.resize_at
         if t < self.armed_at:
@@ -180,7 +187,7 @@ class ComputeRuntime:
         now = self.env.now
         while self.next_arrival <= now:
             self._arrive_next()
-        if self.load_ends and self.load_ends[0][0] <= now:
+        if self._load_due(now):
             self._expire_load(now)
             self._load_changed()
         if self.resize_at is not None and self.resize_at <= now:
@@ -207,14 +214,23 @@ class ComputeRuntime:
 
     # -- connections -------------------------------------------------------
     def _expire(self, now: float) -> None:
-        for heap in (self.open_ends, self.server_ends, self.client_ends):
+        for heap in (self.open_ends, self.server_ends, self.client_ends, self.leaving):
             while heap and heap[0] <= now:
                 heapq.heappop(heap)
         temp = self.temp_ends
         while temp and temp[0][0] <= now:
-            self.temp_used -= heapq.heappop(temp)[1]
-        if self.load_ends and self.load_ends[0][0] <= now:
+            heapq.heappop(temp)
+        if self._load_due(now):
             self._expire_load(now)
+
+    def _temp_at(self, t: float) -> float:
+        """Bytes of temporary files held at `t` (now or later) by the sessions admitted so far:
+        those running then. Summed in heap order, as the compute kernel sums them."""
+        used = 0.0
+        for end, size, start in self.temp_ends:
+            if start <= t < end:
+                used += size
+        return used
 
     def held(self) -> int:
         """Client sessions open now: direct ones and pooled ones. Both count, whatever the
@@ -256,10 +272,21 @@ class ComputeRuntime:
         return self._admit(t, t, duration, cpu, mem, temp, False)
 
     def _refuse(self, t: float, duration: float, outcome: str) -> str:
-        if t >= self.config.count_from_s:  # a client of the warm-up is in no figure
-            self.c.stats.refused += 1
+        self._count_refused(outcome, t)
         self._record(t, 0.0, duration, outcome, False)
         return outcome
+
+    def _count_refused(self, outcome: str, arrival: float) -> None:
+        """Each cause of a refusal has its own count; `refused` is 53300 alone."""
+        if arrival < self.config.count_from_s:  # a client of the warm-up is in no figure
+            return
+        stats = self.c.stats
+        if outcome == Outcome.REFUSED_TOO_MANY:
+            stats.refused += 1
+        elif outcome == Outcome.REFUSED_POOLER_FULL:
+            stats.refused_pooler_full += 1
+        else:
+            stats.refused_disabled += 1
 
     def _admit(
         self, arrival: float, now: float, d: float, cpu: float, mem: float, temp: float, cold: bool
@@ -267,47 +294,51 @@ class ComputeRuntime:
         c = self.c
         # a client of the warm-up is in no figure: its counts go to a scratch tally
         stats = c.stats if arrival >= self.config.count_from_s else _UNCOUNTED
-        if temp > 0.0:
-            if self.temp_used + temp > self.disk_bytes:
-                stats.disk_full += 1  # SQLSTATE 53100: no space left on device
-                self._record(arrival, now - arrival, d, Outcome.DISK_FULL, cold)
-                return Outcome.DISK_FULL
+        # The client's fate is decided now, at its admission: a pooled client that would wait
+        # past the queue timeout gives up; else its session starts when a server connection
+        # frees up, and from then (not while it waits) it runs and holds its files and load.
+        start = now
+        slot = self._next_slot() if c.pooler_enabled else None
+        if slot is not None:
+            start = slot[0]
+            if start - now > self.config.pool_queue_timeout_s:
+                stats.queue_timeouts += 1
+                self._leave(now + self.config.pool_queue_timeout_s)
+                self._record(arrival, now - arrival, d, Outcome.QUEUE_TIMEOUT, cold)
+                return Outcome.QUEUE_TIMEOUT
+        if temp > 0.0 and self._temp_at(start) + temp > self.disk_bytes:
+            stats.disk_full += 1  # SQLSTATE 53100: no space left on device, at its turn
+            if start > now:  # a client of the pooler until then; its server connection
+                self._leave(start)  # passes on at once
+            self._record(arrival, start - arrival, d, Outcome.DISK_FULL, cold)
+            return Outcome.DISK_FULL
         if c.pooler_enabled:
-            servers = self.server_ends
-            start = now
-            slot = self._next_slot()
             if slot is not None:
-                free_at = slot[0]
-                if free_at - now > self.config.pool_queue_timeout_s:
-                    stats.queue_timeouts += 1
-                    heapq.heappush(self.client_ends, now + self.config.pool_queue_timeout_s)
-                    self._record(arrival, now - arrival, d, Outcome.QUEUE_TIMEOUT, cold)
-                    return Outcome.QUEUE_TIMEOUT
                 heapq.heappop(slot)  # the slot passes to this session when it frees
-                start = free_at
                 stats.queued += 1
-                stats.queue_wait_s += free_at - now
+                stats.queue_wait_s += start - now
             end = start + d
-            heapq.heappush(servers, end)
+            heapq.heappush(self.server_ends, end)
             heapq.heappush(self.client_ends, end)
         else:
-            start = now
             end = now + d
             heapq.heappush(self.open_ends, end)
         held = self.held()
         if temp > 0.0:
-            self.temp_used += temp
-            heapq.heappush(self.temp_ends, (end, temp))
+            heapq.heappush(self.temp_ends, (end, temp, start))
         stats.sessions += 1
         if held > c.stats.peak_connections and now >= self.config.count_from_s:
             c.stats.peak_connections = held
         if end > self.busy_until:
             self.busy_until = end
         if (cpu > 0.0 or mem > 0.0) and not c.fixed_size:
-            self.cpu_load += cpu
-            self.mem_load += mem
             heapq.heappush(self.load_ends, (end, cpu, mem))
-            self._load_changed()
+            if start > now:  # queued: the autoscaler sees it when it starts (arm())
+                heapq.heappush(self.load_starts, (start, cpu, mem))
+            else:
+                self.cpu_load += cpu
+                self.mem_load += mem
+                self._load_changed()
         if self._record(arrival, start - arrival, d, Outcome.OK, cold):
             self.open_records.append(len(self.recorder.connections) - 1)
             if len(self.open_records) > 2 * held + 64:  # forget the ones that ended
@@ -315,6 +346,11 @@ class ComputeRuntime:
                 self.open_records = [i for i in self.open_records
                                      if rows[i].arrival_s + rows[i].wait_s + rows[i].duration_s > now]
         return Outcome.OK
+
+    def _leave(self, at: float) -> None:
+        """A pooled client that gets no session stays a client of the pooler until `at`."""
+        heapq.heappush(self.client_ends, at)
+        heapq.heappush(self.leaving, at)
 
     def _next_slot(self) -> list[float] | None:
         """When a pooled session must queue: the heap whose first end frees its slot.
@@ -350,9 +386,10 @@ class ComputeRuntime:
     def drop_all(self, now: float, outcome_waiting: str | None = None) -> int:
         """Cut every open session (restart, resize, suspend, delete). Returns how many.
 
-        Their records say so: outcome dropped, and the time they had up to the cut."""
+        Their records say so: outcome dropped, and the time they had up to the cut. Clients
+        of the pooler that were to leave without a session keep their outcome."""
         self._expire(now)
-        held = self.held()
+        held = self.held() - len(self.leaving)
         if now >= self.config.count_from_s:
             self.c.stats.dropped += held
         rows = self.recorder.connections
@@ -365,16 +402,17 @@ class ComputeRuntime:
         self.open_ends.clear()
         self.server_ends.clear()
         self.client_ends.clear()
+        self.leaving.clear()
         self.temp_ends.clear()
-        self.temp_used = 0.0
         self.load_ends.clear()
+        self.load_starts.clear()
         self.cpu_load = self.mem_load = 0.0
         if self.busy_until > now:  # cut short; never invent activity for an unused compute
             self.busy_until = now
         self.quiet_since = now
         if outcome_waiting is not None:  # the compute is going away: waiting clients too
             for arrival, d, *_ in self.waiting:
-                self.c.stats.refused += int(arrival >= self.config.count_from_s)
+                self._count_refused(outcome_waiting, arrival)
                 self._record(arrival, now - arrival, d, outcome_waiting, True)
             self.waiting.clear()
         return held
@@ -408,7 +446,19 @@ class ComputeRuntime:
         if self.resize_at is None and self.goal_cu() != self.c.cu:
             self.resize_at = self.env.now + self.config.autoscaler.reaction_delay_s
 
+    def _load_due(self, now: float) -> bool:
+        return bool((self.load_starts and self.load_starts[0][0] <= now)
+                    or (self.load_ends and self.load_ends[0][0] <= now))
+
     def _expire_load(self, now: float) -> None:
+        """The load of sessions that started and ended by `now` (starts first: a session's
+        end never comes before its start)."""
+        starts = self.load_starts
+        started = bool(starts) and starts[0][0] <= now
+        while starts and starts[0][0] <= now:
+            _, cpu, mem = heapq.heappop(starts)
+            self.cpu_load += cpu
+            self.mem_load += mem
         heap = self.load_ends
         while heap and heap[0][0] <= now:
             _, cpu, mem = heapq.heappop(heap)
@@ -416,12 +466,14 @@ class ComputeRuntime:
             self.mem_load -= mem
         if not heap:  # keep float sums exact at rest
             self.cpu_load = self.mem_load = 0.0
+        if started:  # a rise the autoscaler reacts to, whoever noticed it
+            self._load_changed()
 
     def _resize(self) -> None:
         """An automatic resize: no restart, no dropped connection (the specification #3)."""
+        self._expire_load(self.env.now)  # (a start noticed here needs no resize of its own)
         self.resize_at = None
         c = self.c
-        self._expire_load(self.env.now)
         if c.current_state == ACTIVE:
             goal = self.goal_cu()
             if goal != c.cu:

@@ -53,7 +53,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "pooler_enabled": BOOL,
         "max_connections": I64,
         "sessions": I64,
-        "refused": I64,
+        "refused": I64,  # 53300 (too many connections) only
+        "refused_pooler_full": I64,
+        "refused_disabled": I64,
         "queued": I64,
         "queue_timeouts": I64,
         "queue_wait_s": F64,
@@ -129,6 +131,11 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 
 #: the order in which tables are listed, written and read
 TABLES: tuple[str, ...] = tuple(SCHEMAS)
+
+#: the computes-frame counts that add up to the connection attempts: every connection a
+#: client tried has exactly one of these outcomes (a dropped session began one: `sessions`)
+ATTEMPT_OUTCOMES: tuple[str, ...] = ("sessions", "refused", "refused_pooler_full",
+                                     "refused_disabled", "queue_timeouts", "disk_full")
 
 
 def frames(result: RunResult) -> dict[str, pd.DataFrame]:

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from sim.engine.minutes import seconds_of
 from sim.engine.records import RunResult
-from sim.metrics.frames import cold_start_waits, on_intervals, start_timestamp
+from sim.metrics.frames import ATTEMPT_OUTCOMES, cold_start_waits, on_intervals, start_timestamp
 from sim.metrics.quantiles import quantiles_in_place
 from sim.rules.states import OperationStatus
 from sim.scenario.durations import readable_duration as format_duration
@@ -29,6 +29,8 @@ from sim.scenario.durations import readable_duration as format_duration
 _TOTALS = {
     "sessions": "sessions",
     "refused": "refused",
+    "refused_pooler_full": "refused_pooler_full",
+    "refused_disabled": "refused_disabled",
     "queued": "queued",
     "queue_timeouts": "queue_timeouts",
     "disk_full": "disk_full_53100",
@@ -62,8 +64,9 @@ def summary(frames: dict[str, pd.DataFrame], result: RunResult, *,
     }
     for column, key in _TOTALS.items():
         out[key] = int(computes[column].sum())
-    # a connection attempt either began a session, was refused, or timed out in the pool queue
-    attempts = out["sessions"] + out["refused"] + out["queue_timeouts"]
+    # every connection a client tried: it began a session, was refused (for one of three
+    # causes), timed out in the pool queue or failed with 53100
+    attempts = int(sum(computes[column].sum() for column in ATTEMPT_OUTCOMES))
     out["connection_attempts"] = attempts
     out["refused_share"] = _ratio(out["refused"], attempts)
     per_session = _ratio(out["cold_starts"], out["sessions"])
@@ -193,8 +196,10 @@ _ROWS: list[tuple[str, list[tuple[str, str, str]]]] = [
         [
             ("attempts", "connection_attempts", "int"),
             ("sessions", "sessions", "int"),
-            ("refused", "refused", "int"),
+            ("refused (53300)", "refused", "int"),
             ("refused share", "refused_share", "pct"),
+            ("refused (pooler full)", "refused_pooler_full", "int"),
+            ("refused (disabled or deleted)", "refused_disabled", "int"),
             ("queued (pooler)", "queued", "int"),
             ("queue timeouts", "queue_timeouts", "int"),
             ("failed 53100 (disk full)", "disk_full_53100", "int"),

@@ -24,6 +24,7 @@ from sim.engine.config import EngineConfig
 from sim.engine.records import Outcome
 from sim.fleet import Source, progress_reporter, run_fleet
 from sim.metrics import frames
+from sim.metrics.frames import ATTEMPT_OUTCOMES
 from sim.scenario.durations import parse_duration
 
 MIN_SAMPLE = 200  # pooled connections needed to read a p99 off the records
@@ -52,7 +53,7 @@ def run_slate(document: dict[str, Any], base_dir: str | None, seed: int,
     computes = computes.assign(template=computes["project_name"].map(template_of))
     for name, group in computes.groupby("template", sort=True):
         sessions = int(group["sessions"].sum())
-        attempts = sessions + int(group["refused"].sum()) + int(group["queue_timeouts"].sum())
+        attempts = _attempts(group)
         cold = int(group["cold_starts"].sum())
         ids = list(group["compute_id"])
         waits = [waits_by_compute[i] for i in ids if i in waits_by_compute]
@@ -71,6 +72,11 @@ def run_slate(document: dict[str, Any], base_dir: str | None, seed: int,
                                                      pooled["compute_id"]])),
         }
     return out
+
+
+def _attempts(computes: Any) -> int:
+    """Every connection the clients of these computes tried (see ATTEMPT_OUTCOMES)."""
+    return int(sum(computes[column].sum() for column in ATTEMPT_OUTCOMES))
 
 
 def _queue_timeout(document: Mapping[str, Any]) -> float:
@@ -107,8 +113,7 @@ def _queue_p99(pooled: Any, samples: list[np.ndarray | None]) -> float:
     if len(values) >= MIN_SAMPLE:
         return float(np.quantile(values, QUANTILE))
     waited = int(pooled["queued"].sum()) + int(pooled["queue_timeouts"].sum())
-    attempts = int(pooled["sessions"].sum()) + int(pooled["refused"].sum()) + \
-        int(pooled["queue_timeouts"].sum())
+    attempts = _attempts(pooled)
     if not attempts or not waited:
         return 0.0
     share = waited / attempts

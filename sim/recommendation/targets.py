@@ -3,7 +3,7 @@
     cold_starts_per_1000=5        cold starts per 1,000 sessions
     cold_start_share=0.5%         the same as a share of connections (0.5 % = 5 per 1,000)
     wake_p99=2s                   99th percentile of the wait a cold start costs a connection
-    refused=0.1%                  connections refused (too many connections, or pooler full)
+    refused=0.1%                  connections refused with 53300 (too many connections)
     queue_wait_p99=1s             99th percentile of the wait in the pooler's queue
 
 `TEMPLATE.NAME=LIMIT` bounds one template only and replaces, for it, a

@@ -91,7 +91,8 @@ def state_digest(cp: ControlPlane) -> tuple:
         if rt is not None:
             held = (sorted(rt.open_ends), sorted(rt.server_ends), sorted(rt.client_ends),
                     list(rt.waiting), sorted(rt.load_ends), rt.cpu_load, rt.mem_load,
-                    rt.temp_used, rt.busy_until, rt.quiet_since, rt.resize_at, rt.wake_at,
+                    sorted(rt.temp_ends), sorted(rt.load_starts), sorted(rt.leaving),
+                    rt.busy_until, rt.quiet_since, rt.resize_at, rt.wake_at,
                     rt.wake_cause, rt.armed_at, rt.max_conn, rt.pool_size, rt.disk_bytes)
         computes.append((_fields(c, frozenset({"runtime", "stats"})),
                          dataclasses.astuple(c.stats), held))

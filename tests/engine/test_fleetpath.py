@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 import sim.scenario.runner as runner
+from sim.engine.connection_table import OUTCOMES, Outcome
 from sim.metrics import frames
 from sim.scenario.loader import parse_scenario
 
@@ -202,7 +203,9 @@ def test_a_burst_open_at_a_scripted_call_keeps_the_engines_row_order(
 def test_the_random_workloads_exercise_every_rule_on_the_fleet_path(fallbacks: list[str]) -> None:
     """The equality above is evidence for each rule only if the kernel met it."""
     seen = dict.fromkeys(["refused", "queued", "queue_timeouts", "disk_full", "resizes",
-                          "failed attempts", "check wakes", "cold starts"], 0)
+                          "failed attempts", "check wakes", "cold starts",
+                          "53100 at a queued client's turn"], 0)
+    disk_full = OUTCOMES.index(Outcome.DISK_FULL)
     for seed in range(0, 150, 3):
         doc = random_scenario(seed)
         doc.pop("actions", None)
@@ -220,4 +223,7 @@ def test_the_random_workloads_exercise_every_rule_on_the_fleet_path(fallbacks: l
                                for iv in result.intervals)
         seen["failed attempts"] += sum(op.failures_count for op in result.operations)
         seen["check wakes"] += sum(w.cause == "check_availability" for w in result.wakes)
+        rows = result.connections.columns(ids=False)
+        seen["53100 at a queued client's turn"] += int(np.sum(
+            (rows["outcome"] == disk_full) & (rows["wait_s"] > 0) & ~rows["cold"]))
     assert all(n > 0 for n in seen.values()), seen

@@ -27,6 +27,8 @@ def hand():
             "p-1",
             sessions=900,
             refused=50,
+            refused_pooler_full=3,
+            refused_disabled=5,
             queue_timeouts=50,
             queued=70,
             disk_full=2,
@@ -75,9 +77,10 @@ def test_totals_by_hand(hand):
     assert hand["sessions"] == 1000
     assert hand["cu_hours"] == pytest.approx(5.0)
     assert hand["cost"] == pytest.approx(0.8)
-    assert hand["connection_attempts"] == 1100
-    assert hand["refused"] == 50
-    assert hand["refused_share"] == pytest.approx(50 / 1100)
+    # every attempt once: sessions, refusals of each cause, queue timeouts, 53100 failures
+    assert hand["connection_attempts"] == 1000 + 50 + 3 + 5 + 50 + 2
+    assert (hand["refused"], hand["refused_pooler_full"], hand["refused_disabled"]) == (50, 3, 5)
+    assert hand["refused_share"] == pytest.approx(50 / 1110)  # 53300 alone
     assert (hand["queued"], hand["queue_timeouts"]) == (70, 50)
     assert (hand["disk_full_53100"], hand["dropped"]) == (2, 3)
     assert (hand["suspends"], hand["restarts"]) == (11, 1)
@@ -158,7 +161,7 @@ def test_summary_table_is_plain_readable_text(hand):
     assert "\x1b" not in text
     assert all(len(line) <= 72 for line in text.splitlines())
     assert "1,000" in text  # sessions, with a thousands separator
-    assert "4.55 %" in text  # refused share
+    assert "4.50 %" in text  # refused share
     assert "2.50 s" in text  # cold-start wait p50
     assert "0.80" in text  # cost
     assert "start_compute" in text and "failed 1, finished 2" in text
