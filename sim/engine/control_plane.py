@@ -425,6 +425,8 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
             assumptions=dict(assumptions or {}),
         )
         result.projects = {p.id: (p.key, p.created_at) for p in projects.values()}
+        mine = {row.compute_id for row in rows}
+        result.queue_waits = {cid: w for cid, w in rec.queue_waits.items() if cid in mine}
         if not self.config.record_events:
             summarise_events(result, rec)
         return result

@@ -23,6 +23,7 @@ from sim.engine.connection_table import ColumnBlock
 from sim.engine.kernel import timeout_at
 from sim.engine.model import Compute, Operation
 from sim.engine.operation_rows import OperationColumns
+from sim.engine.records import template_of
 from sim.engine.runtime import SessionArrays
 from sim.rules.connections import POOLER_MAX_CLIENTS
 from sim.rules.operations import Action
@@ -408,11 +409,13 @@ def _apply_rows(cp: ControlPlane, adv: Advanced, engine_next: bool) -> bool:
     s.peak_connections = int(i[k.PEAK])
     s.active_s, s.cu_s, s.queue_wait_s = float(f[k.ACTIVE_S]), float(f[k.CU_S]), float(f[k.QUEUE_WAIT_S])
     adv.open_records = _connections(cp, adv, engine_next)
+    _queue_waits(cp, adv)
     n_iv, n_wake = int(i[k.N_IV]), int(i[k.N_WAKE])
     if not cp.config.record_events:
         on = out["iv_state"][:n_iv] != k.IDLE
         cp.recorder.add_minutes(out["iv_start"][:n_iv][on], out["iv_end"][:n_iv][on],
-                                out["iv_cu"][:n_iv][on], cp.now)
+                                out["iv_cu"][:n_iv][on], cp.now,
+                                template=template_of(cp.projects[c.project_id].key))
         if n_wake:
             waits = cp.recorder.wake_waits
             new = out["wk_wait"][:n_wake]
@@ -428,6 +431,18 @@ def _apply_rows(cp: ControlPlane, adv: Advanced, engine_next: bool) -> bool:
         compute_id=c.id, project_id=c.project_id, at_s=out["wk_at"][:n_wake].copy(),
         cause=_CAUSE_NAMES[out["wk_cause"][:n_wake]], wait_s=out["wk_wait"][:n_wake].copy()))
     return True
+
+
+def _queue_waits(cp: ControlPlane, adv: Advanced) -> None:
+    """The queue waits of a pooled compute's connections, from all its records (kept
+    whatever the connection rows keep)."""
+    out = adv.out
+    if not adv.compute.pooler_enabled:  # as the kernel ran it: a change goes by the engine
+        return
+    n = int(out["i"][k.N_REC])
+    cp.recorder.add_queue_waits(adv.compute.id, out["rec_wait"][:n], out["rec_outcome"][:n],
+                                out["rec_cold"][:n], k.OK, k.QUEUE_TIMEOUT,
+                                cp.config.pool_queue_timeout_s)
 
 
 def _connections(cp: ControlPlane, adv: Advanced, engine_next: bool) -> list[int]:

@@ -25,7 +25,7 @@ from sim.metrics.quantiles import quantiles_in_place
 from sim.rules.states import OperationStatus
 
 #: computes-frame columns summed into the summary under the same (or a clearer) name
-_TOTALS = {
+TOTALS = {
     "sessions": "sessions",
     "refused": "refused",
     "queued": "queued",
@@ -58,14 +58,9 @@ def summary(frames: dict[str, pd.DataFrame], result: RunResult, *,
         "cu_hours": float(computes["cu_hours"].sum()),
         "cost": float(computes["cost"].sum()),
     }
-    for column, key in _TOTALS.items():
+    for column, key in TOTALS.items():
         out[key] = int(computes[column].sum())
-    # a connection attempt either began a session, was refused, or timed out in the pool queue
-    attempts = out["sessions"] + out["refused"] + out["queue_timeouts"]
-    out["connection_attempts"] = attempts
-    out["refused_share"] = _ratio(out["refused"], attempts)
-    per_session = _ratio(out["cold_starts"], out["sessions"])
-    out["cold_starts_per_1000_sessions"] = None if per_session is None else 1000 * per_session
+    out.update(connection_rates(out))
     p50, p99, top = wake_figures(frames, result) if wakes is None else wakes
     out["wake_p50_s"], out["wake_p99_s"], out["wake_max_s"] = p50, p99, top
     out.update(_fleet_stats(frames["fleet"], frames["intervals"], result))
@@ -73,7 +68,25 @@ def summary(frames: dict[str, pd.DataFrame], result: RunResult, *,
     actions = frames["actions"]
     out["scripted_actions"] = int(len(actions))
     out["scripted_actions_failed"] = int((actions["status"] >= 400).sum())
+    out["templates"] = _templates(frames, result)
     return out
+
+
+def _templates(frames: dict[str, pd.DataFrame], result: RunResult) -> list[dict[str, Any]]:
+    from sim.metrics.templates import template_figures  # it builds on this module
+
+    return template_figures(frames, result)
+
+
+def connection_rates(counts: dict[str, Any]) -> dict[str, Any]:
+    """Attempts, the refused share and cold starts per 1,000 sessions from the counts
+    (`TOTALS`) of the fleet or of one template."""
+    # a connection attempt either began a session, was refused, or timed out in the pool queue
+    attempts = counts["sessions"] + counts["refused"] + counts["queue_timeouts"]
+    per_session = _ratio(counts["cold_starts"], counts["sessions"])
+    return {"connection_attempts": attempts,
+            "refused_share": _ratio(counts["refused"], attempts),
+            "cold_starts_per_1000_sessions": None if per_session is None else 1000 * per_session}
 
 
 def wake_figures(frames: dict[str, pd.DataFrame] | None, result: RunResult) -> WakeFigures:
