@@ -255,7 +255,14 @@ def summary_table(summary: dict[str, Any], width: int = 72) -> str:
     )
     console.print(table)
     lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
-    return "\n".join(lines).strip("\n") + "\n"
+    return "\n".join(lines).strip("\n") + "\n" + _templates_table(summary, width)
+
+
+def _templates_table(summary: dict[str, Any], width: int) -> str:
+    from sim.metrics.templates import template_table  # it builds on this module
+
+    text = template_table(summary, width)
+    return "\n" + text if text else ""
 
 
 def format_value(value: Any, kind: str = "num") -> str:

@@ -13,12 +13,16 @@ fleet's.
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from rich import box
+from rich.console import Console
+from rich.table import Table
 
 from sim.engine.minutes import MINUTE_S, NS, per_minute_ns
 from sim.engine.records import NO_TEMPLATE, QueueWaits, RunResult, template_of
@@ -164,3 +168,23 @@ def template_cells(summary: Mapping[str, Any]) -> tuple[list[str], list[tuple[st
     names = [str(r["template"]) for r in rows]
     return names, [(label, [format_value(r.get(key), kind) for r in rows])
                    for label, key, kind in TEMPLATE_ROWS]
+
+
+def template_table(summary: Mapping[str, Any], width: int = 72) -> str:
+    """The per-template figures as a plain-text table, one column per template ("" for a
+    summary without them)."""
+    names, rows = template_cells(summary)
+    if not names:
+        return ""
+    table = Table(box=box.SIMPLE_HEAD, show_header=True, pad_edge=False)
+    table.add_column("PER TEMPLATE")
+    for name in names:
+        table.add_column(name, justify="right")
+    for label, cells in rows:
+        table.add_row("  " + label, *cells)
+    needed = 36 + sum(max(len(name), 12) + 1 for name in names)
+    buffer = io.StringIO()
+    Console(file=buffer, width=max(width, needed), color_system=None, force_terminal=False,
+            force_jupyter=False, no_color=True, highlight=False, emoji=False).print(table)
+    lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
+    return "\n".join(lines).strip("\n") + "\n"
