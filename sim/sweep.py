@@ -15,6 +15,12 @@ rule a value written in the file meets. Paths:
     projects.count                                      a list without [i]: every element
     computes.suspend_timeout_seconds                    short for projects.branches.computes...
     branches.computes.pooler_enabled                    short for projects.branches...
+    hobby.suspend_timeout_seconds                       every compute of template `hobby`
+
+A path `TEMPLATE.KEY` (or a bare `KEY`: every template) is the grammar of
+`sim recommend --space`, read by the same parser (`sim.scenario.template_settings`):
+KEY is suspend_timeout_seconds (timeout; never = -1), cu, autoscaling
+(MIN-MAX) or pooler_enabled (pooler).
 
 Replication r runs with seed `replication_seed(scenario seed, r)` at every
 point (common random numbers: differences between points are not drowned
@@ -52,6 +58,16 @@ from sim.fleet import (
 from sim.metrics import frames, summary
 from sim.scenario.loader import ScenarioError, parse_scenario
 from sim.scenario.schema import Scenario
+from sim.scenario.template_settings import (
+    TemplateSettingError,
+    apply_template_setting,
+    check_template,
+    knob_of,
+    knob_value,
+    parse_template_setting,
+    split_template_path,
+    value_text,
+)
 from sim.theory import t_quantile_two_sided
 
 #: the summary's figures kept per run, and their dtype in runs.parquet
@@ -104,11 +120,20 @@ class Setting:
 
 
 def parse_setting(text: str) -> Setting:
-    """`PATH=V1,V2,...` -> Setting; values are YAML-like scalars (60, 0.5, -1, null, true, 5m)."""
+    """`PATH=V1,V2,...` -> Setting; values are YAML-like scalars (60, 0.5, -1, null, true, 5m),
+    or for a template's knob (`TEMPLATE.KEY`) as `sim recommend --space` reads them."""
     path, sep, values = text.partition("=")
     path = path.strip()
     if not sep or not path:
         raise SweepError(f"--set {text}: write PATH=V1,V2,... (e.g. engine.pool_share=0.5,0.9)")
+    target = template_target(path)
+    if target is not None and knob_of(target[1]) is not None:
+        try:
+            parsed = parse_template_setting(text, None, "--set",
+                                            "hobby.suspend_timeout_seconds=300,3600")
+        except TemplateSettingError as err:
+            raise SweepError(str(err)) from None
+        return Setting(parsed.path, tuple(_shown(parsed.knob, v) for v in parsed.values))
     parts = [v.strip() for v in values.split(",")]
     if not values.strip() or any(not p for p in parts):
         raise SweepError(f"--set {text}: an empty value")
@@ -131,8 +156,57 @@ def parse_value(text: str) -> Any:
 
 def as_settings(settings: Sequence[Setting | str] | Mapping[str, Sequence[Any]]) -> list[Setting]:
     if isinstance(settings, Mapping):
-        return [Setting(str(path), tuple(values)) for path, values in settings.items()]
+        return [parse_setting(f"{path}={','.join(_text(v) for v in values)}")
+                if _knob_path(str(path)) else Setting(str(path), tuple(values))
+                for path, values in settings.items()]
     return [s if isinstance(s, Setting) else parse_setting(s) for s in settings]
+
+
+# ---- TEMPLATE.KEY: a template's knob ---------------------------------------------------------
+
+
+def template_target(path: str) -> tuple[str | None, str] | None:
+    """(template, key) when `path` is shaped `TEMPLATE.KEY` or is a bare knob, else None: a
+    path into the scenario starts with one of its sections (or a shorthand) and may index."""
+    if "[" in path:
+        return None
+    segments = path.split(".")
+    if len(segments) == 1:
+        name = segments[0]
+        return (None, name) if name not in Scenario.model_fields and knob_of(name) else None
+    if len(segments) == 2 and segments[0] not in Scenario.model_fields \
+            and segments[0] not in SHORTHANDS:
+        return segments[0], segments[1]
+    return None
+
+
+def _knob_path(path: str) -> bool:
+    target = template_target(path)
+    return target is not None and knob_of(target[1]) is not None
+
+
+def _shown(knob: str, value: Any) -> Any:
+    """A knob's value as the sweep's tables hold it: a number, a bool, or a range's text."""
+    if knob == "cu":
+        return value[0]
+    if knob == "autoscaling":
+        return value_text(knob, value)
+    return value
+
+
+def _apply_knob(document: Mapping[str, Any], path: str, value: Any, template: str | None,
+                key: str) -> dict[str, Any]:
+    names = [str(p.get("name")) for p in document.get("projects") or [] if isinstance(p, dict)]
+    try:
+        check_template(template, names, "--set", path)
+        _, knob = split_template_path(path, "--set", path)
+        arg = knob_value(knob, _text(value), f"--set {path}={_text(value)}")
+    except TemplateSettingError as err:
+        raise SweepError(str(err)) from None
+    doc = copy.deepcopy(dict(document))
+    if apply_template_setting(doc, template, knob, arg) == 0:
+        raise SweepError(f"--set {path}: matches nothing in this scenario (no computes)")
+    return doc
 
 
 def split_path(path: str) -> list[tuple[str, int | None | str]]:
@@ -150,7 +224,11 @@ def split_path(path: str) -> list[tuple[str, int | None | str]]:
 
 
 def apply_override(document: Mapping[str, Any], path: str, value: Any) -> dict[str, Any]:
-    """A copy of the document with `value` at `path` (every match of a list without [i])."""
+    """A copy of the document with `value` at `path` (every match of a list without [i]);
+    a template's knob (`TEMPLATE.KEY`) on every compute of the template."""
+    target = template_target(path)
+    if target is not None:
+        return _apply_knob(document, path, value, *target)
     doc = copy.deepcopy(dict(document))
     if _assign(doc, split_path(path), value, "", path) == 0:
         raise SweepError(f"--set {path}: matches nothing in this scenario")
@@ -228,6 +306,8 @@ def validated_points(source: Source, settings: Sequence[Setting]
 
 
 def _text(value: Any) -> str:
+    if isinstance(value, tuple) and len(value) == 2:  # a range of CU
+        return f"{value[0]:g}-{value[1]:g}"
     return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
