@@ -346,7 +346,8 @@ thead th{background:#eef1f5;font-size:13px;color:var(--muted);font-weight:600}
 tbody tr:last-child td,tbody tr:last-child th{border-bottom:none}
 table.fleet td:first-child{font-weight:600;white-space:nowrap}
 table.fleet td:nth-child(-n+5){white-space:nowrap}
-table.templates td{text-align:right;white-space:nowrap}
+table.templates{width:auto;min-width:60%}
+table.templates td{text-align:right;white-space:nowrap;padding-left:28px}
 table.templates td:first-child{text-align:left}
 table.templates thead th:not(:first-child){text-align:right}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(360px,1fr));gap:18px}

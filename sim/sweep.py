@@ -89,6 +89,23 @@ KEY_FIGURES: dict[str, str] = {
     "queued_share": "float64",  # (queued + queue_timeouts) / attempts
     "queue_timeouts": "int64",
 }
+#: the per-template figures kept per run (`sim.metrics.templates`), and their dtype
+TEMPLATE_FIGURES: dict[str, str] = {
+    "projects": "int64",
+    "computes": "int64",
+    "cu_hours": "float64",
+    "cost": "float64",
+    "mean_active_computes": "float64",
+    "peak_active_computes_minute": "float64",
+    "sessions": "int64",
+    "cold_starts": "int64",
+    "cold_starts_per_1000_sessions": "float64",
+    "wake_p99_s": "float64",
+    "refused_share": "float64",
+    "queue_wait_p99_s": "float64",
+}
+#: where a run's figures hold its per-template figures
+TEMPLATES = "templates"
 CONFIDENCE = 0.95
 #: where a path may start without `projects.`
 SHORTHANDS = {"computes": ("projects", "branches"), "branches": ("projects",)}
@@ -332,7 +349,10 @@ def run_point(document: dict[str, Any], base_dir: str | None, seed: int,
     # waited in the pooler's queue, then served or timed out: Erlang-C's P(wait)
     waited = totals["queued"] + totals["queue_timeouts"]
     totals["queued_share"] = waited / attempts if attempts else None
-    return {key: totals.get(key) for key in KEY_FIGURES}
+    figures = {key: totals.get(key) for key in KEY_FIGURES}
+    figures[TEMPLATES] = [{key: t.get(key) for key in ("template", *TEMPLATE_FIGURES)}
+                          for t in totals["templates"]]
+    return figures
 
 
 @dataclass
@@ -342,6 +362,9 @@ class SweepResult:
     replications: int
     runs: pd.DataFrame
     points: pd.DataFrame
+    #: one row per run and template / per point and template (`template_runs_frame`)
+    template_runs: pd.DataFrame | None = None
+    template_points: pd.DataFrame | None = None
 
     @property
     def params(self) -> list[str]:
@@ -387,7 +410,9 @@ def run_sweep(
             figures = run_tasks(active, run_point, calls, progress)
     runs = runs_frame(chosen, [p for p, _, _ in points], jobs, figures)
     name = str(src.document.get("name", "scenario"))
-    return SweepResult(name, chosen, replications, runs, points_frame(runs, chosen))
+    by_template = template_runs_frame(chosen, [p for p, _, _ in points], jobs, figures)
+    return SweepResult(name, chosen, replications, runs, points_frame(runs, chosen),
+                       by_template, template_points_frame(by_template, chosen))
 
 
 # ---- tables ----------------------------------------------------------------------------------
@@ -426,6 +451,51 @@ def runs_frame(settings: Sequence[Setting], points: Sequence[Mapping[str, Any]],
         values = [np.nan if f[key] is None else f[key] for f in figures]
         columns[key] = pd.Series(values, dtype=dtype)
     return pd.DataFrame(columns)
+
+
+def template_runs_frame(settings: Sequence[Setting], points: Sequence[Mapping[str, Any]],
+                        jobs: Sequence[tuple[int, int, int]],
+                        figures: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per run and template: the run's columns of `runs_frame`, the template and
+    its figures (`TEMPLATE_FIGURES`; NaN where the template had nothing to measure)."""
+    rows = [(job, t) for job, f in zip(jobs, figures, strict=True) for t in f.get(TEMPLATES, [])]
+    columns: dict[str, Any] = {"point": pd.Series([i for (i, _, _), _ in rows], dtype="int64")}
+    for s in settings:
+        columns[s.path] = _column([points[i][s.path] for (i, _, _), _ in rows])
+    columns["label"] = pd.Series([label(points[i], settings) for (i, _, _), _ in rows],
+                                 dtype="string")
+    columns["replication"] = pd.Series([r for (_, r, _), _ in rows], dtype="int64")
+    columns["seed"] = pd.Series([seed for (_, _, seed), _ in rows], dtype="int64")
+    columns["template"] = pd.Series([t["template"] for _, t in rows], dtype="string")
+    for key, dtype in TEMPLATE_FIGURES.items():
+        values = [np.nan if t.get(key) is None else t[key] for _, t in rows]
+        # a count is never missing; a ratio or a percentile may be
+        columns[key] = pd.Series(values, dtype=dtype if dtype != "int64" or
+                                 not any(np.isnan(v) for v in values) else "float64")
+    return pd.DataFrame(columns)
+
+
+def template_points_frame(runs: pd.DataFrame, settings: Sequence[Setting]) -> pd.DataFrame:
+    """Per grid point and template (in the scenario's order): its values, label,
+    replications, and mean / ci_low / ci_high per figure."""
+    keep = ["point", *(s.path for s in settings), "label", "template"]
+    order = {name: i for i, name in enumerate(dict.fromkeys(runs["template"].tolist()))}
+    rows = []
+    for _, group in runs.groupby(["point", "template"], sort=False):
+        row: dict[str, Any] = group.iloc[0][keep].to_dict()
+        row["replications"] = len(group)
+        for key in TEMPLATE_FIGURES:
+            mean, low, high = mean_ci(group[key].to_numpy(dtype="float64"))
+            row[f"{key}_mean"], row[f"{key}_ci_low"], row[f"{key}_ci_high"] = mean, low, high
+        rows.append(row)
+    rows.sort(key=lambda r: (r["point"], order[r["template"]]))
+    out = pd.DataFrame(rows, columns=[*keep, "replications",
+                                      *(f"{key}_{part}" for key in TEMPLATE_FIGURES
+                                        for part in ("mean", "ci_low", "ci_high"))])
+    for column in keep:
+        out[column] = out[column].astype(runs[column].dtype)
+    out["replications"] = out["replications"].astype("int64")
+    return out
 
 
 @functools.lru_cache(maxsize=256)
@@ -477,11 +547,17 @@ def write_sweep(result: SweepResult, out_dir: str | Path) -> dict[str, Path]:
              "sweep": out / "sweep.json"}
     result.runs.to_parquet(paths["runs"], index=False)
     result.points.to_parquet(paths["points"], index=False)
+    if result.template_points is not None and result.template_runs is not None:
+        paths["template_runs"] = out / "template_runs.parquet"
+        paths["template_points"] = out / "template_points.parquet"
+        result.template_runs.to_parquet(paths["template_runs"], index=False)
+        result.template_points.to_parquet(paths["template_points"], index=False)
     meta = {"name": result.name, "replications": result.replications,
             "confidence": CONFIDENCE,
             "settings": [{"path": s.path, "values": list(s.values)} for s in result.settings]}
     paths["sweep"].write_text(json.dumps(meta, indent=2, default=str) + "\n", encoding="utf-8")
-    for path in draw_sweep_charts(result.points, result.settings, result.name, out):
+    for path in draw_sweep_charts(result.points, result.settings, result.name, out,
+                                  result.template_points):
         paths[path.stem] = path
     return paths
 
@@ -506,7 +582,26 @@ def _plus_minus(half: float, mean: float, kind: str) -> str:
 
 
 def points_table(result: SweepResult, width: int = 160) -> str:
-    """Per point: the swept values, then mean ±95% CI half-width of the key figures."""
+    """Per point: the swept values, then mean ±95% CI half-width of the key figures; then
+    the same per point and template."""
+    text = _figures_table(result.settings, result.points, _TABLE, width)
+    if result.template_points is not None and len(result.template_points):
+        text += "\n" + _figures_table(result.settings, result.template_points,
+                                      _TEMPLATE_TABLE, width, by_template=True)
+    return text
+
+
+#: the columns of the per-template table, as `_TABLE`
+_TEMPLATE_TABLE = [("cost", "cost", "money"), ("CU-hours", "cu_hours", "num"),
+                   ("cold starts/1k", "cold_starts_per_1000_sessions", "num"),
+                   ("wake p99", "wake_p99_s", "seconds"), ("refused", "refused_share", "pct"),
+                   ("queue p99", "queue_wait_p99_s", "seconds"),
+                   ("computes on", "mean_active_computes", "num")]
+
+
+def _figures_table(settings: Sequence[Setting], points: pd.DataFrame,
+                   columns: Sequence[tuple[str, str, str]], width: int,
+                   by_template: bool = False) -> str:
     import io
 
     from rich import box
@@ -517,15 +612,25 @@ def points_table(result: SweepResult, width: int = 160) -> str:
     from sim.metrics.sweep_charts import value_text
 
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for s in result.settings:
+    for s in settings:
         table.add_column(s.name, no_wrap=True)
+    if by_template:
+        table.add_column("template", no_wrap=True)
     table.add_column("runs", justify="right")
-    for heading, _, _ in _TABLE:
+    for heading, _, _ in columns:
         table.add_column(heading, justify="right", no_wrap=True)
-    for row in result.points.to_dict("records"):
-        cells = [value_text(s, row[s.path]) for s in result.settings]
+    previous = None
+    for row in points.to_dict("records"):
+        cells = [value_text(s, row[s.path]) for s in settings]
+        if by_template:  # the swept values once per point, its templates below them
+            if row["point"] == previous:
+                cells = [""] * len(cells)
+            elif previous is not None:
+                table.add_section()
+            previous = row["point"]
+            cells.append(str(row["template"]))
         cells.append(str(row["replications"]))
-        for _, key, kind in _TABLE:
+        for _, key, kind in columns:
             mean, high = row[f"{key}_mean"], row[f"{key}_ci_high"]
             text = format_value(None if math.isnan(mean) else mean, kind)
             if not math.isnan(high):

@@ -279,7 +279,7 @@ def cost_by_template_chart(frames: dict[str, pd.DataFrame], summary: dict[str, A
                  + (f" · {format_number(per_project)} per project" if per_project else ""))
         ax.annotate(label, (float(r["cu_hours"]), yi), va="center", fontsize=10)
     ax.set_xlabel(f"CU-hours (cost at {price:g} per CU-hour on the labels)")
-    ax.set_xlim(0, max(float(hours.max()) * 1.45, 1e-9))
+    ax.set_xlim(0, max(float(hours.max()) * 1.6, 1e-9))  # room for the labels
     ax.grid(True, axis="x", alpha=0.3)
     return fig
 
