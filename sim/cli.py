@@ -187,7 +187,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     charts = sum(1 for p in paths.values() if p.suffix == ".png")
     print(f"\n{len(result.runs)} runs ({len(result.points)} points x {result.replications}) "
           f"in {time.perf_counter() - started:.1f} s; results in {out}/ "
-          f"(runs.parquet, points.parquet, {charts} charts)")
+          f"(runs.parquet, points.parquet, template_points.parquet, {charts} charts)")
     return 0
 
 

@@ -127,10 +127,13 @@ def _cost_cold_starts_panel(ax: Any, points: pd.DataFrame, settings: Sequence[An
         y, yerr = _errors(df, "cost")
         ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o-", color=colors(n % 10), lw=1.2,
                     ms=7, capsize=4, label=series_label or None)
+        at: dict[tuple[float, float], list[str]] = {}  # one label for points that coincide
         for xi, yi, v in zip(x, y, df[primary.path], strict=True):
             if np.isfinite(xi) and np.isfinite(yi):
-                ax.annotate(value_text(primary, v), (xi, yi), xytext=(8, 6),
-                            textcoords="offset points", fontsize=10, color=colors(n % 10))
+                at.setdefault((float(xi), float(yi)), []).append(value_text(primary, v))
+        for (xi, yi), texts in at.items():
+            ax.annotate(", ".join(texts), (xi, yi), xytext=(8, 6),
+                        textcoords="offset points", fontsize=10, color=colors(n % 10))
     ax.set_xlabel("cold starts per 1,000 sessions" if compact else
                   "cold starts per 1,000 sessions (lower: fewer users wait for a wake-up)")
     ax.set_ylabel("cost (price × CU-hours)" if compact else "cost of the run (price × CU-hours)")
