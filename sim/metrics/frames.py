@@ -215,7 +215,9 @@ def computes_frame(
     stats = wake_stats(wakes) if result.wake_waits is None else waits_stats(result.wake_waits)
     for column in ("wake_p50_s", "wake_p99_s", "wake_max_s"):
         df[column] = df["compute_id"].map(stats[column]).astype(F64)
-    df["template"] = df["project_id"].map(project_templates(result)).fillna(NO_TEMPLATE)
+    templates = project_templates(result)
+    df["template"] = pd.array([templates.get(p, NO_TEMPLATE) for p in df["project_id"]],
+                              dtype=STR)
     return df.astype(SCHEMAS["computes"])
 
 

@@ -123,7 +123,8 @@ def _seconds_on(frames: Mapping[str, pd.DataFrame], result: RunResult, names: li
     templates.update({p: t for p, t in zip(computes["project_id"], computes["template"],
                                            strict=True) if p not in templates})
     out = {}
-    of_row = intervals["project_id"].map(templates).fillna(NO_TEMPLATE).to_numpy(dtype=object)
+    of_row = np.array([templates.get(p, NO_TEMPLATE) for p in intervals["project_id"]],
+                      dtype=object)
     for name in names:
         mine = intervals[of_row == name]
         start, end, _ = on_intervals(mine, result.duration_s)
