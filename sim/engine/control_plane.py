@@ -426,6 +426,7 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         )
         result.projects = {p.id: (p.key, p.created_at) for p in projects.values()}
         mine = {row.compute_id for row in rows}
+        rec.fold_queue_waits(self.config.pool_queue_timeout_s)
         result.queue_waits = {cid: w for cid, w in rec.queue_waits.items() if cid in mine}
         if not self.config.record_events:
             summarise_events(result, rec)

@@ -70,6 +70,9 @@ class Recorder:
     #: per compute: its connections' waits in the pooler's queue (`QueueWaits`), kept
     #: whatever the connection rows keep
     queue_waits: dict[str, QueueWaits] = field(default_factory=dict)
+    #: per compute: (wait, outcome) of the engine's records of warm connections to a pooled
+    #: compute, folded into `queue_waits` at the end (`fold_queue_waits`)
+    engine_queue: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
     #: project id -> the kernel's operations as blocks of rows, in creation order
     #: (operation_rows)
     operation_rows: dict[str, list[RowBlock[OperationRow]]] = field(default_factory=dict)
@@ -136,6 +139,15 @@ class Recorder:
             on, _ = per_minute_ns(start, end, np.ones(len(start)), duration_s)
             self.template_on_ns[name] = self.template_on_ns.get(name, 0) + on
         self.template_pending = {}
+
+    def fold_queue_waits(self, timeout_s: float) -> None:
+        """Fold the engine's records of queue waits into `queue_waits`."""
+        for compute_id, records in self.engine_queue.items():
+            wait, outcome = zip(*records, strict=True)
+            self.add_queue_waits(compute_id, np.array(wait, dtype=np.float64),
+                                 np.array(outcome, dtype=object), np.zeros(len(wait), bool),
+                                 Outcome.OK, Outcome.QUEUE_TIMEOUT, timeout_s)
+        self.engine_queue = {}
 
     def add_queue_waits(self, compute_id: str, wait: np.ndarray, outcome: np.ndarray,
                         cold: np.ndarray, ok: object, timed_out: object,

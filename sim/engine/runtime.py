@@ -328,7 +328,7 @@ class ComputeRuntime:
     def _record(self, arrival: float, wait: float, d: float, outcome: str, cold: bool) -> bool:
         """Append a connection record (unless recording is off or the sample skips it)."""
         if self.c.pooler_enabled and not cold:  # counted whatever the rows keep
-            self._queue_wait(wait, outcome)
+            self.recorder.engine_queue.setdefault(self.c.id, []).append((wait, outcome))
         mode = self.record_mode
         if mode is ConnectionRecording.OFF:
             return False
@@ -342,11 +342,6 @@ class ComputeRuntime:
             ConnectionRecord(c.id, c.project_id, arrival, wait, d, outcome, cold)
         )
         return True
-
-    def _queue_wait(self, wait: float, outcome: str) -> None:
-        self.recorder.add_queue_waits(self.c.id, np.array([wait]), np.array([outcome]),
-                                      np.zeros(1, dtype=bool), Outcome.OK, Outcome.QUEUE_TIMEOUT,
-                                      self.config.pool_queue_timeout_s)
 
     def drop_all(self, now: float, outcome_waiting: str | None = None) -> int:
         """Cut every open session (restart, resize, suspend, delete). Returns how many.

@@ -169,3 +169,28 @@ def test_projects_of_no_template_are_their_own_column() -> None:
     assert list(t) == ["hobby", "busy", NO_TEMPLATE]
     assert t[NO_TEMPLATE]["projects"] == 1 and t[NO_TEMPLATE]["computes"] == 1
     assert sum(x["computes"] for x in totals["templates"]) == totals["computes"]
+
+
+def test_the_same_whatever_is_recorded_when_the_engine_runs_computes() -> None:
+    """The quickstart's scripted call hands two pooled computes to the engine for a while:
+    its records of queue waits and on-spans count as the kernel's do."""
+    from sim.fleet import read_source
+    from tests.planning.conftest import QUICKSTART
+
+    doc = read_source(QUICKSTART).document
+    result = run_fleet(dict(doc, record_connections="all", record_events="all"))
+    tables = frames(result)
+    full = summary(tables, result)
+    bare = run(dict(doc, record_connections="off", record_events="off"))
+    assert bare["templates"] == full["templates"]
+    assert by_name(full)["shop"]["queue_wait_p99_s"] is not None
+    assert result.roads.get("fleet path but for its scripted calls")  # the engine ran them a while
+    # every warm connection to a pooled compute that got a session or timed out, once
+    rows = tables["connections"]
+    pooled = set(tables["computes"].query("pooler_enabled")["compute_id"])
+    for compute_id in pooled:
+        mine = rows[(rows["compute_id"] == compute_id) & ~rows["cold"]]
+        # a dropped session's row was a session's: it waited in the queue before the cut
+        expected = int(mine["outcome"].isin(["ok", "queue_timeout", "dropped"]).sum())
+        waits = result.queue_waits[compute_id]
+        assert waits.zeros + len(waits.positive()) == expected, compute_id
