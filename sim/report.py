@@ -348,7 +348,7 @@ table.fleet td:first-child{font-weight:600;white-space:nowrap}
 table.fleet td:nth-child(-n+5){white-space:nowrap}
 table.templates{width:auto;min-width:60%}
 table.templates td{text-align:right;white-space:nowrap;padding-left:28px}
-table.templates td:first-child{text-align:left}
+table.templates td:first-child{text-align:left;padding-left:12px}
 table.templates thead th:not(:first-child){text-align:right}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(360px,1fr));gap:18px}
 .block h3{margin:0 0 6px;color:var(--muted);text-transform:uppercase;font-size:12px;
