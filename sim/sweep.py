@@ -60,13 +60,11 @@ from sim.scenario.loader import ScenarioError, parse_scenario
 from sim.scenario.schema import Scenario
 from sim.scenario.template_settings import (
     TemplateSettingError,
-    apply_template_setting,
-    check_template,
     knob_of,
-    knob_value,
     parse_template_setting,
-    split_template_path,
-    value_text,
+    set_on_template,
+    shown_value,
+    template_target,
 )
 from sim.theory import t_quantile_two_sided
 
@@ -89,23 +87,6 @@ KEY_FIGURES: dict[str, str] = {
     "queued_share": "float64",  # (queued + queue_timeouts) / attempts
     "queue_timeouts": "int64",
 }
-#: the per-template figures kept per run (`sim.metrics.templates`), and their dtype
-TEMPLATE_FIGURES: dict[str, str] = {
-    "projects": "int64",
-    "computes": "int64",
-    "cu_hours": "float64",
-    "cost": "float64",
-    "mean_active_computes": "float64",
-    "peak_active_computes_minute": "float64",
-    "sessions": "int64",
-    "cold_starts": "int64",
-    "cold_starts_per_1000_sessions": "float64",
-    "wake_p99_s": "float64",
-    "refused_share": "float64",
-    "queue_wait_p99_s": "float64",
-}
-#: where a run's figures hold its per-template figures
-TEMPLATES = "templates"
 CONFIDENCE = 0.95
 #: where a path may start without `projects.`
 SHORTHANDS = {"computes": ("projects", "branches"), "branches": ("projects",)}
@@ -143,14 +124,13 @@ def parse_setting(text: str) -> Setting:
     path = path.strip()
     if not sep or not path:
         raise SweepError(f"--set {text}: write PATH=V1,V2,... (e.g. engine.pool_share=0.5,0.9)")
-    target = template_target(path)
-    if target is not None and knob_of(target[1]) is not None:
+    if _knob_path(path):
         try:
             parsed = parse_template_setting(text, None, "--set",
                                             "hobby.suspend_timeout_seconds=300,3600")
         except TemplateSettingError as err:
             raise SweepError(str(err)) from None
-        return Setting(parsed.path, tuple(_shown(parsed.knob, v) for v in parsed.values))
+        return Setting(parsed.path, tuple(shown_value(parsed.knob, v) for v in parsed.values))
     parts = [v.strip() for v in values.split(",")]
     if not values.strip() or any(not p for p in parts):
         raise SweepError(f"--set {text}: an empty value")
@@ -179,51 +159,23 @@ def as_settings(settings: Sequence[Setting | str] | Mapping[str, Sequence[Any]])
     return [s if isinstance(s, Setting) else parse_setting(s) for s in settings]
 
 
-# ---- TEMPLATE.KEY: a template's knob ---------------------------------------------------------
+# ---- TEMPLATE.KEY: a template's knob (sim.scenario.template_settings) -----------------------
 
-
-def template_target(path: str) -> tuple[str | None, str] | None:
-    """(template, key) when `path` is shaped `TEMPLATE.KEY` or is a bare knob, else None: a
-    path into the scenario starts with one of its sections (or a shorthand) and may index."""
-    if "[" in path:
-        return None
-    segments = path.split(".")
-    if len(segments) == 1:
-        name = segments[0]
-        return (None, name) if name not in Scenario.model_fields and knob_of(name) else None
-    if len(segments) == 2 and segments[0] not in Scenario.model_fields \
-            and segments[0] not in SHORTHANDS:
-        return segments[0], segments[1]
-    return None
+#: what a path into the scenario starts with (its sections, and the shorthands)
+_SECTIONS = frozenset(Scenario.model_fields) | frozenset(SHORTHANDS)
 
 
 def _knob_path(path: str) -> bool:
-    target = template_target(path)
+    target = template_target(path, _SECTIONS)
     return target is not None and knob_of(target[1]) is not None
 
 
-def _shown(knob: str, value: Any) -> Any:
-    """A knob's value as the sweep's tables hold it: a number, a bool, or a range's text."""
-    if knob == "cu":
-        return value[0]
-    if knob == "autoscaling":
-        return value_text(knob, value)
-    return value
-
-
-def _apply_knob(document: Mapping[str, Any], path: str, value: Any, template: str | None,
-                key: str) -> dict[str, Any]:
-    names = [str(p.get("name")) for p in document.get("projects") or [] if isinstance(p, dict)]
+def _apply_knob(document: Mapping[str, Any], path: str, value: Any, template: str | None
+                ) -> dict[str, Any]:
     try:
-        check_template(template, names, "--set", path)
-        _, knob = split_template_path(path, "--set", path)
-        arg = knob_value(knob, _text(value), f"--set {path}={_text(value)}")
+        return set_on_template(document, path, template, _text(value), "--set")
     except TemplateSettingError as err:
         raise SweepError(str(err)) from None
-    doc = copy.deepcopy(dict(document))
-    if apply_template_setting(doc, template, knob, arg) == 0:
-        raise SweepError(f"--set {path}: matches nothing in this scenario (no computes)")
-    return doc
 
 
 def split_path(path: str) -> list[tuple[str, int | None | str]]:
@@ -243,9 +195,9 @@ def split_path(path: str) -> list[tuple[str, int | None | str]]:
 def apply_override(document: Mapping[str, Any], path: str, value: Any) -> dict[str, Any]:
     """A copy of the document with `value` at `path` (every match of a list without [i]);
     a template's knob (`TEMPLATE.KEY`) on every compute of the template."""
-    target = template_target(path)
+    target = template_target(path, _SECTIONS)
     if target is not None:
-        return _apply_knob(document, path, value, *target)
+        return _apply_knob(document, path, value, target[0])
     doc = copy.deepcopy(dict(document))
     if _assign(doc, split_path(path), value, "", path) == 0:
         raise SweepError(f"--set {path}: matches nothing in this scenario")
@@ -339,6 +291,13 @@ def replication_seed(seed: int, replication: int) -> int:
 # ---- running ---------------------------------------------------------------------------------
 
 
+def template_figures(totals: Mapping[str, Any]) -> dict[str, Any]:
+    from sim.sweep_templates import TEMPLATE_FIGURES, TEMPLATES
+
+    return {TEMPLATES: [{key: t.get(key) for key in ("template", *TEMPLATE_FIGURES)}
+                        for t in totals["templates"]]}
+
+
 def run_point(document: dict[str, Any], base_dir: str | None, seed: int,
               topic: str | None = None, task: int = 0) -> dict[str, Any]:
     """Run one grid point with one seed and return its key figures (one dask task)."""
@@ -350,8 +309,7 @@ def run_point(document: dict[str, Any], base_dir: str | None, seed: int,
     waited = totals["queued"] + totals["queue_timeouts"]
     totals["queued_share"] = waited / attempts if attempts else None
     figures = {key: totals.get(key) for key in KEY_FIGURES}
-    figures[TEMPLATES] = [{key: t.get(key) for key in ("template", *TEMPLATE_FIGURES)}
-                          for t in totals["templates"]]
+    figures.update(template_figures(totals))
     return figures
 
 
@@ -410,6 +368,8 @@ def run_sweep(
             figures = run_tasks(active, run_point, calls, progress)
     runs = runs_frame(chosen, [p for p, _, _ in points], jobs, figures)
     name = str(src.document.get("name", "scenario"))
+    from sim.sweep_templates import template_points_frame, template_runs_frame
+
     by_template = template_runs_frame(chosen, [p for p, _, _ in points], jobs, figures)
     return SweepResult(name, chosen, replications, runs, points_frame(runs, chosen),
                        by_template, template_points_frame(by_template, chosen))
@@ -451,51 +411,6 @@ def runs_frame(settings: Sequence[Setting], points: Sequence[Mapping[str, Any]],
         values = [np.nan if f[key] is None else f[key] for f in figures]
         columns[key] = pd.Series(values, dtype=dtype)
     return pd.DataFrame(columns)
-
-
-def template_runs_frame(settings: Sequence[Setting], points: Sequence[Mapping[str, Any]],
-                        jobs: Sequence[tuple[int, int, int]],
-                        figures: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per run and template: the run's columns of `runs_frame`, the template and
-    its figures (`TEMPLATE_FIGURES`; NaN where the template had nothing to measure)."""
-    rows = [(job, t) for job, f in zip(jobs, figures, strict=True) for t in f.get(TEMPLATES, [])]
-    columns: dict[str, Any] = {"point": pd.Series([i for (i, _, _), _ in rows], dtype="int64")}
-    for s in settings:
-        columns[s.path] = _column([points[i][s.path] for (i, _, _), _ in rows])
-    columns["label"] = pd.Series([label(points[i], settings) for (i, _, _), _ in rows],
-                                 dtype="string")
-    columns["replication"] = pd.Series([r for (_, r, _), _ in rows], dtype="int64")
-    columns["seed"] = pd.Series([seed for (_, _, seed), _ in rows], dtype="int64")
-    columns["template"] = pd.Series([t["template"] for _, t in rows], dtype="string")
-    for key, dtype in TEMPLATE_FIGURES.items():
-        values = [np.nan if t.get(key) is None else t[key] for _, t in rows]
-        # a count is never missing; a ratio or a percentile may be
-        columns[key] = pd.Series(values, dtype=dtype if dtype != "int64" or
-                                 not any(np.isnan(v) for v in values) else "float64")
-    return pd.DataFrame(columns)
-
-
-def template_points_frame(runs: pd.DataFrame, settings: Sequence[Setting]) -> pd.DataFrame:
-    """Per grid point and template (in the scenario's order): its values, label,
-    replications, and mean / ci_low / ci_high per figure."""
-    keep = ["point", *(s.path for s in settings), "label", "template"]
-    order = {name: i for i, name in enumerate(dict.fromkeys(runs["template"].tolist()))}
-    rows = []
-    for _, group in runs.groupby(["point", "template"], sort=False):
-        row: dict[str, Any] = group.iloc[0][keep].to_dict()
-        row["replications"] = len(group)
-        for key in TEMPLATE_FIGURES:
-            mean, low, high = mean_ci(group[key].to_numpy(dtype="float64"))
-            row[f"{key}_mean"], row[f"{key}_ci_low"], row[f"{key}_ci_high"] = mean, low, high
-        rows.append(row)
-    rows.sort(key=lambda r: (r["point"], order[r["template"]]))
-    out = pd.DataFrame(rows, columns=[*keep, "replications",
-                                      *(f"{key}_{part}" for key in TEMPLATE_FIGURES
-                                        for part in ("mean", "ci_low", "ci_high"))])
-    for column in keep:
-        out[column] = out[column].astype(runs[column].dtype)
-    out["replications"] = out["replications"].astype("int64")
-    return out
 
 
 @functools.lru_cache(maxsize=256)
@@ -584,19 +499,13 @@ def _plus_minus(half: float, mean: float, kind: str) -> str:
 def points_table(result: SweepResult, width: int = 160) -> str:
     """Per point: the swept values, then mean ±95% CI half-width of the key figures; then
     the same per point and template."""
+    from sim.sweep_templates import TEMPLATE_TABLE
+
     text = _figures_table(result.settings, result.points, _TABLE, width)
     if result.template_points is not None and len(result.template_points):
         text += "\n" + _figures_table(result.settings, result.template_points,
-                                      _TEMPLATE_TABLE, width, by_template=True)
+                                      TEMPLATE_TABLE, width, by_template=True)
     return text
-
-
-#: the columns of the per-template table, as `_TABLE`
-_TEMPLATE_TABLE = [("cost", "cost", "money"), ("CU-hours", "cu_hours", "num"),
-                   ("cold starts/1k", "cold_starts_per_1000_sessions", "num"),
-                   ("wake p99", "wake_p99_s", "seconds"), ("refused", "refused_share", "pct"),
-                   ("queue p99", "queue_wait_p99_s", "seconds"),
-                   ("computes on", "mean_active_computes", "num")]
 
 
 def _figures_table(settings: Sequence[Setting], points: pd.DataFrame,

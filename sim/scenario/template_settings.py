@@ -17,7 +17,7 @@ Errors are one line, starting with the flag and the text given
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,3 +165,44 @@ def apply_template_setting(document: dict[str, Any], template: str | None, knob:
                                   for c in computes]
             n += len(computes)
     return n
+
+
+# ---- TEMPLATE.KEY inside a longer grammar (sim sweep --set) ---------------------------------
+
+
+def template_target(path: str, sections: frozenset[str]) -> tuple[str | None, str] | None:
+    """(template, key) when `path` is shaped `TEMPLATE.KEY`, or is a bare knob; None for a
+    path into the scenario: one that starts with one of `sections`, indexes, or is deeper."""
+    if "[" in path:
+        return None
+    segments = path.split(".")
+    if len(segments) == 1:
+        name = segments[0]
+        return (None, name) if name not in sections and knob_of(name) else None
+    if len(segments) == 2 and segments[0] not in sections:
+        return segments[0], segments[1]
+    return None
+
+
+def shown_value(knob: str, value: Any) -> Any:
+    """A knob's value as a table holds it: a number, a bool, or a range's text (0.25-4)."""
+    if knob == "cu":
+        return value[0]
+    if knob == "autoscaling":
+        return value_text(knob, value)
+    return value
+
+
+def set_on_template(document: Mapping[str, Any], path: str, template: str | None, value: str,
+                    flag: str) -> dict[str, Any]:
+    """A copy of a scenario document with the knob of `path` (`TEMPLATE.KEY`) set to `value`
+    (as written) on every compute of the template. Raises TemplateSettingError."""
+    names = [str(p.get("name")) for p in document.get("projects") or [] if isinstance(p, dict)]
+    check_template(template, names, flag, path)
+    _, knob = split_template_path(path, flag, path)
+    arg = knob_value(knob, value, f"{flag} {path}={value}")
+    doc = copy.deepcopy(dict(document))
+    if apply_template_setting(doc, template, knob, arg) == 0:
+        raise TemplateSettingError(f"{flag} {path}: matches nothing in this scenario "
+                                   "(no computes)")
+    return doc
