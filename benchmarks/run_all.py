@@ -26,8 +26,8 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # run as a script or i
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Report, Row, rows_table
 
-TARGETS = ("fleet_scale", "versus_peer", "realistic_scale", "sharding", "api_latency", "key_lookup",
-           "state_restart")
+TARGETS = ("fleet_scale", "versus_peer", "warm_up_cost", "realistic_scale", "sharding",
+           "api_latency", "key_lookup", "state_restart")
 
 
 def machine() -> str:

@@ -23,6 +23,7 @@ TEMPLATE_FIGURES: dict[str, str] = {
     "cost": "float64",
     "mean_active_computes": "float64",
     "peak_active_computes_minute": "float64",
+    "p99_active_computes_minute": "float64",
     "sessions": "int64",
     "cold_starts": "int64",
     "cold_starts_per_1000_sessions": "float64",

@@ -26,7 +26,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from enum import StrEnum
 from types import EllipsisType
 from typing import TYPE_CHECKING
@@ -102,7 +103,7 @@ class SimServer:
         self._request_ids = itertools.count(1)
         self._wrapped = control_plane is not None
         self.cp: ControlPlane = control_plane if control_plane is not None else self._build()
-        self._wall_origin = wall()
+        self._wall_origin = wall() - self.cp.now / self.speed  # a scenario's after its warm-up
         self.journal: Journal | None = None  # sim serve --state (sim.api.state_file)
         self.snapshot_every: int | None = None  # journal rows between snapshots of the world
         self.replaying = False  # replaying a journal: no injected latency
@@ -144,10 +145,15 @@ class SimServer:
             schedule_actions,
             schedule_releases,
         )
+        from sim.scenario.warm_up import led_by_warm_up
 
-        cp = ControlPlane(scenario.engine_config(), seed=self.seed, start=scenario.start,
+        # the fleet already exists: made a warm-up before the scenario's start, served from it
+        warm_up = scenario.warm_up_s
+        cp = ControlPlane(replace(scenario.engine_config(), count_from_s=warm_up), seed=self.seed,
+                          start=scenario.start - timedelta(seconds=warm_up),
                           region_id=scenario.region_id,
                           plan=scenario.plan_of(scenario.projects[0]))
+        scenario = led_by_warm_up(scenario, warm_up)
         fleet = Fleet()
         placed: list[tuple[Compute, ComputeSpec]] = []
         for inst in scenario.instances():
@@ -163,9 +169,11 @@ class SimServer:
         schedule_actions(cp, scenario, fleet, self.actions)
         faults = scenario.faults
         self.faults = Faults(faults.extra_latency_ms,
-                             [(o.at, o.at + o.duration) for o in faults.outages])
+                             [(warm_up + o.at, warm_up + o.at + o.duration)
+                              for o in faults.outages])
         self.keys.discard_project_keys()
         scenario_keys(self.keys, scenario.keys, fleet.projects)
+        cp.run_until(warm_up)
         return cp
 
     def reset(self) -> None:
@@ -175,7 +183,7 @@ class SimServer:
         with self._section():
             self.faults = Faults()
             self.cp = self._build()
-            self._wall_origin = self._wall()
+            self._wall_origin = self._wall() - self.cp.now / self.speed
             self._journal(Entry("reset", 0.0))
 
     # -- keys ----------------------------------------------------------------------------

@@ -80,6 +80,8 @@ class EngineConfig:
     #: fleet series and per-compute waits (False: what a fleet of thousands wants)
     record_events: bool = True
     connection_sample_rate: float = 0.01
+    #: the run's first instant: what happens before it (the warm-up) is in no counter
+    count_from_s: float = 0.0
 
     def duration_of(self, action: Action) -> Distribution:
         if action is Action.START_COMPUTE:

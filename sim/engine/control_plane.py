@@ -24,6 +24,7 @@ from sim.engine.clock import DEFAULT_START, Clock, to_us
 from sim.engine.computes import ComputeVerbs, validate_spec
 from sim.engine.config import EngineConfig
 from sim.engine.executor import Executor, Hook
+from sim.engine.first_instant import from_first_instant
 from sim.engine.ids import IdFactory
 from sim.engine.lifecycle import Lifecycle, is_on
 from sim.engine.model import USER_ID, Branch, Compute, Operation, Project
@@ -416,7 +417,7 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
                     np.argsort(project_ops.column("created_s"), kind="stable"))
             ops.append(project_ops)
         result = RunResult(
-            name=name, seed=self.seed, start_iso=self.clock.iso(0.0) or "",
+            name=name, seed=self.seed, start_iso=self.clock.iso(self.config.count_from_s) or "",
             duration_s=duration_s, price_per_cu_hour=price_per_cu_hour, computes=rows,
             operations=RowTable.joined(ops, OperationRow),
             intervals=rec.intervals.without("project_id", set(exclude)),
@@ -428,6 +429,9 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         mine = {row.compute_id for row in rows}
         rec.fold_queue_waits(self.config.pool_queue_timeout_s)
         result.queue_waits = {cid: w for cid, w in rec.queue_waits.items() if cid in mine}
+        if not self.config.record_events:  # no operation row is kept: none to crop
+            result.operations = RowTable(OperationRow)
+        from_first_instant(result, self.config.count_from_s)
         if not self.config.record_events:
             summarise_events(result, rec)
         return result

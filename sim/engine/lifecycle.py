@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sim.engine.clock import to_us
 from sim.engine.kernel import schedule_now, timeout_at
 from sim.engine.model import Branch, Compute, Operation, Project
 from sim.engine.records import WakeRecord
@@ -86,9 +87,9 @@ class Lifecycle:
         c.updated_at = now
         rt.note_state()
         cause = rt.wake_cause
-        if cause != "create":
-            c.stats.cold_starts += 1
         wake_at = rt.wake_at if rt.wake_at is not None else now
+        if cause != "create" and wake_at >= self.config.count_from_s:
+            c.stats.cold_starts += 1
         self.recorder.wakes.append(WakeRecord(c.id, c.project_id, wake_at, cause, now - wake_at))
         rt.wake_at = None
         rt.activated()
@@ -108,14 +109,14 @@ class Lifecycle:
         c.pending_state = IDLE
         return self.submit_compute_op(
             c, Action.SUSPEND_COMPUTE, on_start=lambda _op: self._suspending(c),
-            on_finish=lambda _op: self._suspended(c),
+            on_finish=lambda op: self._suspended(c, op),
         )
 
     def _suspending(self: ControlPlane, c: Compute) -> None:
         if c.pending_state != ACTIVE:  # a restart's suspension: still heading for active
             c.pending_state = IDLE
 
-    def _suspended(self: ControlPlane, c: Compute) -> None:
+    def _suspended(self: ControlPlane, c: Compute, op: Operation) -> None:
         now = self.env.now
         rt = c.runtime
         assert rt is not None
@@ -125,7 +126,8 @@ class Lifecycle:
         c.suspended_at = now
         c.updated_at = now
         c.cu = 0.0
-        c.stats.suspends += 1
+        if op.created_us >= to_us(self.config.count_from_s):  # not a suspend of the warm-up
+            c.stats.suspends += 1
         rt.note_state()
         if c.deleted:
             rt.close_interval(now)

@@ -84,9 +84,10 @@ def _close_interval(f, i, o_state, o_cu, o_start, o_end, now):
         o_start[k] = f[IV_START]
         o_end[k] = now
         i[N_IV] = k + 1
-        if i[IV_STATE] != IDLE:
-            f[ACTIVE_S] += length
-            f[CU_S] += f[IV_CU] * length
+        counted = now - max(f[IV_START], f[COUNT_FROM])  # the warm-up is in no figure
+        if i[IV_STATE] != IDLE and counted > 0:
+            f[ACTIVE_S] += counted
+            f[CU_S] += f[IV_CU] * counted
     f[IV_START] = now
 
 
@@ -141,8 +142,9 @@ def _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, wait, outcome, cold)
 @_inline
 def _admit(f, i, p, valid, s, arrival, now, d, c, m, t, cold, H, rec_idx, rec_wait,
            rec_outcome, rec_cold):
+    counted = 1 if arrival >= f[COUNT_FROM] else 0  # a warm-up client is in no figure
     if t > 0.0 and f[TEMP_USED] + t > p[P_DISK]:
-        i[DISK_FULLS] += 1  # SQLSTATE 53100: no space left on device
+        i[DISK_FULLS] += counted  # SQLSTATE 53100: no space left on device
         _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, now - arrival, DISK_FULL, cold)
         return
     if p[P_POOLED] > 0:
@@ -150,15 +152,16 @@ def _admit(f, i, p, valid, s, arrival, now, d, c, m, t, cold, H, rec_idx, rec_wa
         if i[N_SERVER] >= p[P_POOL_SIZE]:
             free_at = H[SERVER_H, 0, 0]
             if free_at - now > p[P_QUEUE_TIMEOUT]:
-                i[QUEUE_TIMEOUTS] += 1
+                i[QUEUE_TIMEOUTS] += counted
                 _push(H, i, CLIENT_H, now + p[P_QUEUE_TIMEOUT], 0.0, 0.0)
                 _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, now - arrival,
                         QUEUE_TIMEOUT, cold)
                 return
             _pop(H, i, SERVER_H)
             start = free_at
-            i[QUEUED] += 1
-            f[QUEUE_WAIT_S] += free_at - now
+            i[QUEUED] += counted
+            if counted:
+                f[QUEUE_WAIT_S] += free_at - now
         end = start + d
         _push(H, i, SERVER_H, end, 0.0, 0.0)
         _push(H, i, CLIENT_H, end, 0.0, 0.0)
@@ -171,8 +174,8 @@ def _admit(f, i, p, valid, s, arrival, now, d, c, m, t, cold, H, rec_idx, rec_wa
     if t > 0.0:
         f[TEMP_USED] += t
         _push(H, i, TEMP_H, end, t, 0.0)
-    i[SESSIONS] += 1
-    if held > i[PEAK]:
+    i[SESSIONS] += counted
+    if held > i[PEAK] and now >= f[COUNT_FROM]:
         i[PEAK] = held
     if end > f[BUSY_UNTIL]:
         f[BUSY_UNTIL] = end
@@ -377,7 +380,7 @@ def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiti
         i[NEXT_ARR] = s + 1
         limit = p[P_POOLER_MAX] if p[P_POOLED] > 0 else p[P_MAX_CONN]
         if i[WAITING] >= limit:
-            i[REFUSED] += 1
+            i[REFUSED] += 1 if arr[s] >= f[COUNT_FROM] else 0
             _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, 0.0,
                     REFUSED_POOLER_FULL if p[P_POOLED] > 0 else REFUSED_TOO_MANY, False)
         else:
@@ -451,12 +454,12 @@ def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiti
                 _expire(f, i, H, a)
                 if p[P_POOLED] > 0:
                     if i[N_CLIENT] + i[WAITING] >= p[P_POOLER_MAX]:
-                        i[REFUSED] += 1
+                        i[REFUSED] += 1 if a >= f[COUNT_FROM] else 0
                         _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, 0.0,
                                 REFUSED_POOLER_FULL, False)
                         continue
                 elif i[N_OPEN] + i[WAITING] >= p[P_MAX_CONN]:
-                    i[REFUSED] += 1
+                    i[REFUSED] += 1 if a >= f[COUNT_FROM] else 0
                     _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, 0.0,
                             REFUSED_TOO_MANY, False)
                     continue
@@ -536,7 +539,7 @@ def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiti
                 i[PENDING] = NONE
                 f[CU] = p[P_MIN_CU]
                 _note_state(f, i, iv_state, iv_cu, iv_start, iv_end)
-                i[COLD_STARTS] += 1
+                i[COLD_STARTS] += 1 if f[WAKE_AT] >= f[COUNT_FROM] else 0
                 w = i[N_WAKE]
                 wk_at[w] = f[WAKE_AT]
                 wk_cause[w] = i[WAKE_CAUSE]
@@ -551,7 +554,7 @@ def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiti
                 if i[PENDING] == IDLE:
                     i[PENDING] = NONE
                 f[CU] = 0.0
-                i[SUSPENDS] += 1
+                i[SUSPENDS] += 1 if op_created[k] >= f[COUNT_FROM] else 0
                 _note_state(f, i, iv_state, iv_cu, iv_start, iv_end)
                 if i[WAITING] > 0 and i[LANE_TAIL] == i[LANE_HEAD]:
                     # clients arrived while it was suspending: it stays on for them

@@ -20,6 +20,7 @@ import numpy as np
 from sim.engine import physics as k
 from sim.engine.config import ConnectionRecording
 from sim.engine.connection_table import ColumnBlock
+from sim.engine.first_instant import counted_span
 from sim.engine.kernel import timeout_at
 from sim.engine.model import Compute, Operation
 from sim.engine.operation_rows import OperationColumns
@@ -141,7 +142,7 @@ def _params(cp: ControlPlane, c: Compute, start: float, until: float,
     return p
 
 
-def _state(c: Compute) -> tuple[np.ndarray, np.ndarray]:
+def _state(c: Compute, count_from: float) -> tuple[np.ndarray, np.ndarray]:
     """The kernel's float and integer state from the compute and its runtime."""
     rt = c.runtime
     assert rt is not None
@@ -152,6 +153,7 @@ def _state(c: Compute) -> tuple[np.ndarray, np.ndarray]:
     f[k.CU] = c.cu
     f[k.IV_CU] = rt.iv_cu
     f[k.IV_START] = rt.iv_start
+    f[k.COUNT_FROM] = count_from
     s = c.stats
     f[k.ACTIVE_S], f[k.CU_S], f[k.QUEUE_WAIT_S] = s.active_s, s.cu_s, s.queue_wait_s
     i = np.zeros(k.N_INTS, dtype=np.int64)
@@ -204,7 +206,7 @@ def advance_compute(cp: ControlPlane, c: Compute, sessions: Sessions, until: flo
     rt = c.runtime
     assert rt is not None and rt.activated_at is not None
     assert c.current_state == _STATES[k.ACTIVE] and c.pending_state is None
-    f, i = _state(c)
+    f, i = _state(c, cp.config.count_from_s)
     out = _run(cp, c, sessions, _params(cp, c, rt.activated_at, until, checks, False), f, i,
                _NO_HEAPS, gates)
     n_span = int(out["i"][k.N_SPAN])
@@ -221,7 +223,7 @@ def advance_to_call(cp: ControlPlane, c: Compute, sessions: Sessions, until: flo
     Raises Tie."""
     rt = c.runtime
     assert rt is not None and rt.activated_at is not None
-    f, i = _state(c)
+    f, i = _state(c, cp.config.count_from_s)
     p = _params(cp, c, rt.activated_at, until, checks, False)
     p[k.P_OPEN_END] = 1.0
     out = _run(cp, c, sessions, p, f, i, _NO_HEAPS, gates)
@@ -331,7 +333,7 @@ def hand_over(cp: ControlPlane, c: Compute, tick: tuple[float, float] | None) ->
     """Take `c` from the engine now (see `can_resume`); the kernel runs it from here."""
     rt = c.runtime
     assert rt is not None
-    f, i = _state(c)
+    f, i = _state(c, cp.config.count_from_s)
     on = c.current_state == _STATES[k.ACTIVE]
     i[k.CUR] = i[k.IV_STATE] = k.ACTIVE if on else k.IDLE
     i[k.ON] = 1 if on else 0
@@ -413,13 +415,14 @@ def _apply_rows(cp: ControlPlane, adv: Advanced, engine_next: bool) -> bool:
     n_iv, n_wake = int(i[k.N_IV]), int(i[k.N_WAKE])
     if not cp.config.record_events:
         on = out["iv_state"][:n_iv] != k.IDLE
-        cp.recorder.add_minutes(out["iv_start"][:n_iv][on], out["iv_end"][:n_iv][on],
-                                out["iv_cu"][:n_iv][on], cp.now,
+        t0 = cp.config.count_from_s
+        start, end, counted = counted_span(out["iv_start"][:n_iv][on], out["iv_end"][:n_iv][on], t0)
+        cp.recorder.add_minutes(start, end, out["iv_cu"][:n_iv][on][counted], cp.now - t0,
                                 template=template_of(cp.projects[c.project_id].key))
         if n_wake:
             waits = cp.recorder.wake_waits
-            new = out["wk_wait"][:n_wake]
-            waits[c.id] = np.concatenate((waits[c.id], new)) if c.id in waits else new.copy()
+            new = out["wk_wait"][:n_wake][out["wk_at"][:n_wake] >= cp.config.count_from_s]
+            waits[c.id] = np.concatenate((waits[c.id], new)) if c.id in waits else new
         return False
     # the rows stay columns (sim.engine.row_table): no object per row (a fleet has millions)
     rec = cp.recorder
@@ -440,9 +443,11 @@ def _queue_waits(cp: ControlPlane, adv: Advanced) -> None:
     if not adv.compute.pooler_enabled:  # as the kernel ran it: a change goes by the engine
         return
     n = int(out["i"][k.N_REC])
-    cp.recorder.add_queue_waits(adv.compute.id, out["rec_wait"][:n], out["rec_outcome"][:n],
-                                out["rec_cold"][:n], k.OK, k.QUEUE_TIMEOUT,
-                                cp.config.pool_queue_timeout_s)
+    # a client of the warm-up is in no figure
+    counted = adv.sessions.arrival_s[out["rec_idx"][:n]] >= cp.config.count_from_s
+    cp.recorder.add_queue_waits(adv.compute.id, out["rec_wait"][:n][counted],
+                                out["rec_outcome"][:n][counted], out["rec_cold"][:n][counted],
+                                k.OK, k.QUEUE_TIMEOUT, cp.config.pool_queue_timeout_s)
 
 
 def _connections(cp: ControlPlane, adv: Advanced, engine_next: bool) -> list[int]:

@@ -295,6 +295,8 @@ class RunResult:
     assumptions: dict[str, str] = field(default_factory=dict)
     #: computes by the road that computed them: "fleet path", or "engine: <why>"
     roads: dict[str, int] = field(default_factory=dict)
+    #: seconds simulated before the start, in no row and no counter (`sim.scenario.warm_up`)
+    warm_up_s: float = 0.0
 
     def __post_init__(self) -> None:
         self.operations = row_table(OperationRow, self.operations)

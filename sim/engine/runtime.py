@@ -28,7 +28,7 @@ import numpy as np
 
 from sim.engine.config import ConnectionRecording
 from sim.engine.kernel import timeout_at
-from sim.engine.model import Compute
+from sim.engine.model import Compute, ComputeStats
 from sim.engine.records import ConnectionRecord, Outcome, StateInterval
 from sim.rules.connections import POOLER_MAX_CLIENTS, default_pool_size
 from sim.rules.sizes import RAM_GB_PER_CU, step_up, temp_disk_bytes
@@ -42,6 +42,10 @@ ACTIVE = ComputeState.ACTIVE.value
 IDLE = ComputeState.IDLE.value
 INIT = ComputeState.INIT.value
 WAITING = "waiting"  # returned by connect(): the compute is starting; the session follows
+
+
+#: where the counts of a client of the warm-up go: a tally no figure reads
+_UNCOUNTED = ComputeStats()
 
 
 class SessionArrays(NamedTuple):
@@ -252,7 +256,8 @@ class ComputeRuntime:
         return self._admit(t, t, duration, cpu, mem, temp, False)
 
     def _refuse(self, t: float, duration: float, outcome: str) -> str:
-        self.c.stats.refused += 1
+        if t >= self.config.count_from_s:  # a client of the warm-up is in no figure
+            self.c.stats.refused += 1
         self._record(t, 0.0, duration, outcome, False)
         return outcome
 
@@ -260,7 +265,8 @@ class ComputeRuntime:
         self, arrival: float, now: float, d: float, cpu: float, mem: float, temp: float, cold: bool
     ) -> str:
         c = self.c
-        stats = c.stats
+        # a client of the warm-up is in no figure: its counts go to a scratch tally
+        stats = c.stats if arrival >= self.config.count_from_s else _UNCOUNTED
         if temp > 0.0:
             if self.temp_used + temp > self.disk_bytes:
                 stats.disk_full += 1  # SQLSTATE 53100: no space left on device
@@ -293,8 +299,8 @@ class ComputeRuntime:
             self.temp_used += temp
             heapq.heappush(self.temp_ends, (end, temp))
         stats.sessions += 1
-        if held > stats.peak_connections:
-            stats.peak_connections = held
+        if held > c.stats.peak_connections and now >= self.config.count_from_s:
+            c.stats.peak_connections = held
         if end > self.busy_until:
             self.busy_until = end
         if (cpu > 0.0 or mem > 0.0) and not c.fixed_size:
@@ -327,7 +333,8 @@ class ComputeRuntime:
 
     def _record(self, arrival: float, wait: float, d: float, outcome: str, cold: bool) -> bool:
         """Append a connection record (unless recording is off or the sample skips it)."""
-        if self.c.pooler_enabled and not cold:  # counted whatever the rows keep
+        # counted whatever the rows keep; a client of the warm-up is in no figure
+        if self.c.pooler_enabled and not cold and arrival >= self.config.count_from_s:
             self.recorder.engine_queue.setdefault(self.c.id, []).append((wait, outcome))
         mode = self.record_mode
         if mode is ConnectionRecording.OFF:
@@ -349,7 +356,8 @@ class ComputeRuntime:
         Their records say so: outcome dropped, and the time they had up to the cut."""
         self._expire(now)
         held = self.held()
-        self.c.stats.dropped += held
+        if now >= self.config.count_from_s:
+            self.c.stats.dropped += held
         rows = self.recorder.connections
         for i in self.open_records:
             row = rows[i]
@@ -369,7 +377,7 @@ class ComputeRuntime:
         self.quiet_since = now
         if outcome_waiting is not None:  # the compute is going away: waiting clients too
             for arrival, d, *_ in self.waiting:
-                self.c.stats.refused += 1
+                self.c.stats.refused += int(arrival >= self.config.count_from_s)
                 self._record(arrival, now - arrival, d, outcome_waiting, True)
             self.waiting.clear()
         return held
@@ -439,7 +447,8 @@ class ComputeRuntime:
             self.recorder.intervals.append(
                 StateInterval(c.id, c.project_id, self.iv_state, self.iv_cu, self.iv_start, now)
             )
-            if self.iv_state != IDLE:
-                c.stats.active_s += length
-                c.stats.cu_s += self.iv_cu * length
+            counted = now - max(self.iv_start, self.config.count_from_s)  # not the warm-up
+            if self.iv_state != IDLE and counted > 0:
+                c.stats.active_s += counted
+                c.stats.cu_s += self.iv_cu * counted
         self.iv_start = now

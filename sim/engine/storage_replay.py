@@ -24,6 +24,7 @@ things at one instant would decide the outcome and is not known, it raises
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -125,6 +126,47 @@ def storage_at_rest(cp: ControlPlane, project: Project, until: float,
     begin = min([project.created_at if start.at is None else start.at,
                  *(since for since in start.idle_since.values() if since is not None)])
     return begin + min(periods) >= until
+
+
+def kept_busy(cp: ControlPlane, project: Project, advanced: Sequence[Advanced], until: float,
+              start: StorageStart) -> bool:
+    """Whether the computes, as the kernel ran them, leave the project's storage lane
+    nothing to do before `until`: nothing detached or archived, and neither the project
+    nor any branch without a compute on for as long as an idle clock's period. The look
+    after the computes' runs, before a replay (a busy fleet's projects replay nothing)."""
+    if project.detached or any(cp.branches[b].archived for b in project.branches):
+        return False
+    cfg = cp.config
+    periods = [p for p in (cfg.detach_after_s, cfg.archive_after_s) if p is not None]
+    if not periods:
+        return True
+    begin = min([project.created_at if start.at is None else start.at,
+                 *(since for since in start.idle_since.values() if since is not None)])
+    period = min(periods)
+    if not _no_long_quiet(advanced, begin, until, period):
+        return False
+    branches = [[a for a in advanced if a.compute.branch_id == b] for b in project.branches]
+    return all(len(mine) == len(advanced) or _no_long_quiet(mine, begin, until, period)
+               for mine in branches)
+
+
+def _no_long_quiet(advanced: Sequence[Advanced], begin: float, until: float, period: float
+                   ) -> bool:
+    """Whether the union of these computes' on-spans leaves no gap of `period` or more in
+    [begin, until) (a gap of exactly `period` counts as long: its clock would ring)."""
+    if not advanced:
+        return False
+    if len(advanced) == 1:  # one compute's spans: in order, one after the other
+        starts, reach = advanced[0].on_starts, advanced[0].on_ends
+    else:
+        starts = np.concatenate([a.on_starts for a in advanced])
+        order = np.argsort(starts, kind="stable")
+        starts = starts[order]
+        reach = np.maximum.accumulate(np.concatenate([a.on_ends for a in advanced])[order])
+    if not len(starts):
+        return until - begin < period
+    return bool(starts[0] - begin < period and (starts[1:] - reach[:-1] < period).all()
+                and until - reach[-1] < period)
 
 
 def unchanged(cp: ControlPlane, project: Project) -> Replayed:

@@ -136,14 +136,16 @@ def _seconds_on(frames: Mapping[str, pd.DataFrame], result: RunResult, names: li
 def _computes_on(seconds: np.ndarray | None, duration_s: float) -> dict[str, float | None]:
     """Mean computes on over the run, and the peak of the per-minute means."""
     if duration_s <= 0:
-        return {"mean_active_computes": None, "peak_active_computes_minute": None}
+        return {"mean_active_computes": None, "peak_active_computes_minute": None,
+                "p99_active_computes_minute": None}
     n_minutes = math.ceil(duration_s / MINUTE_S)
     if seconds is None:
         seconds = np.zeros(n_minutes)
     length = np.minimum(MINUTE_S, duration_s - np.arange(len(seconds)) * MINUTE_S)
+    means = seconds / length
     return {"mean_active_computes": float(seconds.sum() / duration_s),
-            "peak_active_computes_minute": float((seconds / length).max()) if len(seconds)
-            else None}
+            "peak_active_computes_minute": float(means.max()),
+            "p99_active_computes_minute": float(np.quantile(means, 0.99))}
 
 
 #: the per-template table: (label, key, format of `sim.metrics.summary.format_value`)
@@ -152,6 +154,7 @@ TEMPLATE_ROWS: list[tuple[str, str, str]] = [
     ("computes", "computes", "int"),
     ("mean computes on", "mean_active_computes", "num"),
     ("peak computes on (minute mean)", "peak_active_computes_minute", "num"),
+    ("p99 computes on (minute mean)", "p99_active_computes_minute", "num"),
     ("CU-hours", "cu_hours", "num"),
     ("cost (CU-hours x price)", "cost", "money"),
     ("sessions", "sessions", "int"),

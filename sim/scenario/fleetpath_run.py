@@ -41,6 +41,7 @@ from sim.engine.storage_replay import (
     Replayed,
     StorageStart,
     StorageTie,
+    kept_busy,
     replay_storage,
     settle_storage,
     storage_at_rest,
@@ -50,6 +51,7 @@ from sim.engine.storage_replay import (
 from sim.scenario.handover import Taken
 from sim.scenario.references import body_references, parse_reference
 from sim.scenario.schema import ComputeSpec, Scenario
+from sim.scenario.warm_up import arrivals_on_engine_clock
 
 FLEET_PATH = "fleet path"
 #: rounds of kernel and storage replay before a project is left to the engine; two or three
@@ -87,8 +89,10 @@ class Workloads:
         """The compute's whole workload."""
         models = self._models.get(id(spec))
         if models is None:  # the specs outlive the run: their ids stay theirs
-            models = self._models[id(spec)] = (spec.arrival_process(self.scenario.start),
-                                               spec.session_model())
+            models = self._models[id(spec)] = (
+                arrivals_on_engine_clock(spec.arrival_process(self.scenario.start),
+                                         cp.config.count_from_s),
+                spec.session_model())
         process, model = models
         if process is None or model is None:
             return Sessions.none()
@@ -189,19 +193,27 @@ def _with_storage(cp: ControlPlane, project: Any, computes: list[Compute], run_o
     the replay gives back the gates (the wakes that wait for the lane) the kernel ran with.
     `to_end`: run to the end of the run, where nobody asks for the idle clocks after: a
     lane at rest is then not replayed at all (most of a fleet's projects)."""
-    if to_end and storage_at_rest(cp, project, until, start):
+    if to_end and storage_at_rest(cp, project, until, start):  # a look before any run
         try:
             return [run_one(c, None) for c in computes], unchanged(cp, project)
         except Tie as err:
             raise HandBack(str(err)) from None
     streams = [(c, cp.streams.get(f"ops/{c.key}")) for c in computes]
     states = {c.id: rng.bit_generator.state for c, rng in streams}  # each round draws again
+    advanced: dict[str, Advanced] = {}
+    if to_end:  # the first round's runs, before the lane: when they keep it busy, it is done
+        try:
+            advanced = {c.id: run_one(c, None) for c in computes}
+        except Tie as err:
+            raise HandBack(str(err)) from None
+        done = [advanced[c.id] for c in computes]
+        if kept_busy(cp, project, done, until, start):
+            return done, unchanged(cp, project)
     ranks = {c.id: _check_rank(cp, c) for c in computes}
     setup = LaneSetup(cp, project, computes, ranks, start)
     lane_state = setup.rng.bit_generator.state  # and so does the storage lane
     gates: dict[str, Gates] = {}
-    advanced: dict[str, Advanced] = {}
-    stale = set(states)
+    stale = set(states) - set(advanced)
     for _ in range(STORAGE_ROUNDS):
         for c, rng in streams:
             if c.id not in stale:

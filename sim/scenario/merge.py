@@ -159,7 +159,7 @@ def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
         template_on_ns=_summed_template_minutes(parts), queue_waits=_joined_queue_waits(parts),
         projects={pid: info for pid in sorted(ranks, key=ranks.__getitem__)
                   for r, _ in parts if (info := r.projects.get(pid)) is not None},
-        roads=_summed_roads(parts),
+        roads=_summed_roads(parts), warm_up_s=head.warm_up_s,
     )
 
 

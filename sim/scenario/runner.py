@@ -11,7 +11,8 @@ import gc
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from typing import Any
 
 from sim.engine.config import ConnectionRecording
@@ -26,6 +27,7 @@ from sim.scenario.handover import Taken, action_keys, schedule_calls, schedule_h
 from sim.scenario.merge import canonical_result, instance_order
 from sim.scenario.references import Reference, render_body, render_path
 from sim.scenario.schema import ComputeSpec, ProjectInstance, Scenario
+from sim.scenario.warm_up import arrivals_on_engine_clock, led_by_warm_up
 from sim.workload import Poisson, chunks
 
 Progress = Callable[[float, float], None]  # (simulated seconds reached, total)
@@ -114,8 +116,9 @@ def set_up_auth(cp: ControlPlane, scenario: Scenario, inst: ProjectInstance, fle
     project_id = fleet.projects[inst.key]
     cp.auth.create_integration(project_id, fleet.branches[(inst.key, branch)], spec.provider)
     if spec.signups is not None and spec.signups.per_hour > 0:
+        # sign-ups from the first instant: each is a user created, a figure of the run
         times = chunks(Poisson(spec.signups.per_hour), cp.streams.fresh(f"signups/{inst.key}"),
-                       cp.now, scenario.duration)
+                       cp.config.count_from_s, scenario.duration)
         domain = f"{inst.template.name}-{inst.index}.example.com"
         cp.env.process(_signups(cp, fleet, project_id, spec.provider, domain, times))
 
@@ -139,7 +142,8 @@ def _signups(cp: ControlPlane, fleet: Fleet, project_id: str, provider: str, dom
 def attach_workloads(cp: ControlPlane, scenario: Scenario,
                      placed: Sequence[tuple[Compute, ComputeSpec]]) -> None:
     for compute, spec in placed:
-        process = spec.arrival_process(scenario.start)
+        process = arrivals_on_engine_clock(spec.arrival_process(scenario.start),
+                                           cp.config.count_from_s)
         model = spec.session_model()
         if process is None or model is None:
             continue
@@ -171,7 +175,9 @@ def schedule_actions(cp: ControlPlane, scenario: Scenario, fleet: Fleet,
             return  # the action names a project of another shard
         status, payload = dispatch(cp, action.method, path, body)
         code = payload.get("code", "") if status >= 400 and isinstance(payload, dict) else ""
-        log.append(ActionRecord(cp.env.now, f"{action.method} {path}", status, code))
+        # at its instant of the scenario (the engine's clock began a warm-up earlier)
+        log.append(ActionRecord(cp.env.now - cp.config.count_from_s, f"{action.method} {path}",
+                                status, code))
         if named is not None:
             named.append(action_keys(action))
 
@@ -219,8 +225,12 @@ class _Part:
 
 def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance],
               progress: Progress | None, steps: int, fleet_path: bool) -> _Part:
-    cp = ControlPlane(scenario.engine_config(), seed=seed, start=scenario.start,
+    warm_up = scenario.warm_up_s
+    cp = ControlPlane(replace(scenario.engine_config(), count_from_s=warm_up), seed=seed,
+                      start=scenario.start - timedelta(seconds=warm_up),
                       region_id=scenario.region_id, plan=scenario.plan_of(scenario.projects[0]))
+    counted = scenario.duration
+    scenario = led_by_warm_up(scenario, warm_up)  # on the engine's clock from here
     cp.streams.prepare(stream_names(
         instances, sampled=cp.config.record_connections is ConnectionRecording.SAMPLED))
     fleet = Fleet()
@@ -268,8 +278,9 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
         back |= run_fleet_path(cp, workloads, external, cp.now, kept)
     back_keys = _linked({cp.projects[pid].key for pid in back}, named)
     excluded = {pid for pid, p in cp.projects.items() if p.key in back_keys}
-    result = cp.result(scenario.name, total, scenario.price_per_cu_hour,
+    result = cp.result(scenario.name, counted, scenario.price_per_cu_hour,
                        assumptions(scenario, cp), exclude=excluded)
+    result.warm_up_s = warm_up
     result.actions = [a for a, keys in zip(actions, named, strict=True) if not keys & back_keys]
     result.roads = _roads(cp, reasons if fleet_path else None, kept, excluded)
     keys = [inst.key for inst in instances if inst.key not in back_keys]

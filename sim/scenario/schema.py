@@ -63,6 +63,22 @@ _AS_TEXT = WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "number"}]})
 Duration = Annotated[float, PlainValidator(parse_duration), _AS_TEXT]
 PositiveDuration = Annotated[float, PlainValidator(_positive), _AS_TEXT]
 Bytes = Annotated[float, PlainValidator(parse_bytes), _AS_TEXT]
+
+
+def _warm_up(value: object) -> float | Literal["auto"]:
+    if value == "auto":
+        return "auto"
+    try:
+        seconds = parse_duration(value)
+    except ValueError as err:
+        raise ValueError(f"must be auto or a duration ({err})") from None
+    if seconds % 60:
+        raise ValueError("must be auto or a whole number of minutes (the figures are per "
+                         "minute)")
+    return seconds
+
+
+WarmUp = Annotated[float | Literal["auto"], PlainValidator(_warm_up), _AS_TEXT]
 NonNegative = Annotated[float, Field(ge=0)]
 
 PlanName = Literal["free", "launch", "scale", "business"]
@@ -461,6 +477,9 @@ class Scenario(Spec):
     seed: Annotated[int, Field(ge=0)] = 0
     start: datetime = DEFAULT_START  # UTC; a naive instant is taken as UTC
     duration: PositiveDuration  # seconds
+    # simulated before `start` and left out of every figure: "auto" (see `warm_up_s`) or
+    # a duration in whole minutes; 0 shows the fleet's creation at the first instant
+    warm_up: WarmUp = "auto"
     plan: PlanName = "launch"
     price_per_cu_hour: NonNegative = 0.16
     region_id: Annotated[str, Field(min_length=1)] = "aws-us-east-2"
@@ -495,6 +514,13 @@ class Scenario(Spec):
             return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
         except OverflowError:
             raise ValueError(f"{value.isoformat()} is out of range in UTC") from None
+
+    @property
+    def warm_up_s(self) -> float:
+        """Seconds simulated before `start`, in no figure (`sim.scenario.warm_up`)."""
+        from sim.scenario.warm_up import default_warm_up_s  # it reads the scenario
+
+        return default_warm_up_s(self) if self.warm_up == "auto" else self.warm_up
 
     def template(self, name: str) -> ProjectSpec | None:
         return next((p for p in self.projects if p.name == name), None)

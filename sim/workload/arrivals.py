@@ -39,6 +39,7 @@ __all__ = [
     "BLOCK_S",
     "ArrivalProcess",
     "Bursty",
+    "Delayed",
     "Diurnal",
     "Periodic",
     "Poisson",
@@ -350,3 +351,21 @@ class Replay(SpreadProcess):
         """Read a trace; see `sim.workload.traces.read_arrivals_csv` for the two layouts."""
         anchors, spread = read_arrivals_csv(path, start, format)
         return cls(times_s=anchors, spread_s=spread)
+
+
+@dataclass(frozen=True)
+class Delayed(ArrivalProcess):
+    """`process` on a clock that started `by_s` seconds before the scenario's: a run that
+    begins with a warm-up reads its workload so, and the warm-up gets the arrivals of the
+    time before the start (a diurnal profile keeps its hours, a trace its instants)."""
+
+    process: ArrivalProcess
+    by_s: float
+
+    def _blocks(self, rng: np.random.Generator, t0: float, t1: float) -> Iterator[Block]:
+        by = self.by_s
+        for end, arrivals in self.process._blocks(rng, t0 - by, t1 - by):
+            yield end + by, arrivals + by
+
+    def mean_rate_per_s(self, t0: float, t1: float) -> float:
+        return self.process.mean_rate_per_s(t0 - self.by_s, t1 - self.by_s)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from statistics import NormalDist
 
 import numpy as np
 
@@ -58,6 +59,15 @@ class Distribution:
         # lognormal with E[X] = mean_s: mu = ln(mean) - sigma^2 / 2
         mu = math.log(self.mean_s) - self.sigma**2 / 2.0
         return rng.lognormal(mu, self.sigma, n)
+
+    def quantile(self, q: float) -> float:
+        """The value that a share `q` (0 < q < 1) of the draws stays under."""
+        if self.mean_s == 0.0 or self.dist is DistKind.FIXED:
+            return self.mean_s
+        if self.dist is DistKind.EXPONENTIAL:
+            return -self.mean_s * math.log1p(-q)
+        mu = math.log(self.mean_s) - self.sigma**2 / 2.0
+        return math.exp(mu + self.sigma * NormalDist().inv_cdf(q))
 
     def sample_one(self, rng: np.random.Generator) -> float:
         return float(self.sample(rng, 1)[0])
