@@ -1,4 +1,5 @@
-"""Fleet totals of a run: one flat dict of plain numbers, and a table for humans.
+"""Fleet totals of a run: one dict of plain numbers (and, under `templates`, the same
+figures per template: `sim.metrics.templates`), and a table for humans.
 
 Counts of connections come from the per-compute totals (`computes`), which
 stay complete when the engine records only a sample of connections. The dict
