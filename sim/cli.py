@@ -190,7 +190,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     charts = sum(1 for p in paths.values() if p.suffix == ".png")
     print(f"\n{len(result.runs)} runs ({len(result.points)} points x {result.replications}) "
           f"in {time.perf_counter() - started:.1f} s; results in {out}/ "
-          f"(runs.parquet, points.parquet, {charts} charts)")
+          f"(runs.parquet, points.parquet, template_points.parquet, {charts} charts)")
     return 0
 
 
@@ -435,7 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep = sub.add_parser("sweep", help=COMMANDS["sweep"][1], description=COMMANDS["sweep"][1],
                            epilog="PATH examples: computes.suspend_timeout_seconds (every "
                                   "compute), projects[0].branches[0].computes[0].size.cu, "
-                                  "engine.pool_share, projects.count")
+                                  "engine.pool_share, projects.count; TEMPLATE.KEY as in "
+                                  "recommend --space (hobby.suspend_timeout_seconds=300,3600, "
+                                  "busy.cu=1,2, busy.autoscaling=0.25-4, busy.pooler=on,off)")
     sweep.add_argument("file", help="scenario YAML file")
     sweep.add_argument("--set", action="append", required=True, metavar="PATH=V1,V2,...",
                        help="values of one scenario key; repeat for a grid")
