@@ -145,3 +145,23 @@ def test_sigterm_answers_a_half_sent_body_503_and_exits_without_waiting_for_it(
         assert names == ["kept"]
     finally:
         again.stop()
+
+
+def test_out_of_descriptors_in_accept_is_one_line_in_the_log(caplog) -> None:  # noqa: ANN001
+    import asyncio
+    import errno
+
+    from sim.api.serving import _one_line_accept_errors
+
+    loop = asyncio.new_event_loop()
+    try:
+        with caplog.at_level("WARNING", logger="sim.api.serving"):
+            _one_line_accept_errors(loop, {
+                "message": "socket.accept() out of system resource",
+                "exception": OSError(errno.EMFILE, "Too many open files")})
+    finally:
+        loop.close()
+    [record] = caplog.records
+    assert record.getMessage() == ("cannot accept a connection: Too many open files; retrying "
+                                   "(lower --max-connections or raise ulimit -n)")
+    assert record.exc_info is None
