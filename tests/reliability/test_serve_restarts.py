@@ -1,7 +1,8 @@
 """`sim serve --state` over many lives: what a restart replays, and the key given at start.
 
 - repeated SIGKILLs between writes: every restart replays at most `--snapshot-every` rows
-  (the count of rows since the snapshot is the file's, not restarted at 0);
+  (the count of rows since the snapshot is the file's, not restarted at 0), and a start
+  that replayed more takes a snapshot at once;
 - a key given at start (`--api-key`, `--api-key-file`, `$SIM_API_KEY`) replaces the key
   given at the previous start: the old one is refused after the restart; the banner names
   the live keys and never shows a secret; the key from a file or the environment is not in
@@ -56,6 +57,23 @@ def test_repeated_crashes_replay_a_bounded_number_of_rows(tmp_path: Path) -> Non
     assert max(replayed) <= EVERY, replayed
 
 
+def test_a_start_that_replayed_many_rows_takes_a_snapshot_at_once(tmp_path: Path) -> None:
+    from tests.reliability.test_persistence import Kept
+
+    kept = Kept(tmp_path / "w.db", {"seed": 3, "snapshot_every": None})
+    for n in range(30):
+        assert kept.api.post("projects", json={"project": {"name": f"p{n}"}}).status_code == 201
+    kept.close()  # as a crash: no snapshot at the stop
+    kept.open(snapshot_every=EVERY)
+    assert kept.restored.entries >= 30 > EVERY
+    kept.close()  # a crash before any request: the start's snapshot is in the file
+    kept.open(snapshot_every=EVERY)
+    try:
+        assert kept.restored.entries == 0 and kept.restored.snapshot_after >= 30
+    finally:
+        kept.close()
+
+
 def _status(serve: Serve, key: str) -> int:
     with httpx.Client(base_url=f"{serve.base}/api/v2/", timeout=30,
                       headers={"authorization": f"Bearer {key}"}) as client:
@@ -68,6 +86,8 @@ def test_a_start_key_replaces_the_previous_one_given_any_of_three_ways(tmp_path:
     serve = Serve("--state", str(state), log=tmp_path / "one.log")  # --api-key KEY
     with serve.client() as client:
         made = client.post("api_keys", json={"key_name": "robot"}).json()
+        reserved = client.post("api_keys", json={"key_name": "sim serve --api-key"})
+        assert reserved.status_code == 400 and "key_name" in reserved.json()["message"]
     serve.stop()
 
     serve = Serve("--state", str(state), log=tmp_path / "two.log", key=k2)  # --api-key K2
