@@ -306,7 +306,6 @@ def _listen(host: str, port: int) -> socket.socket:
 def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLimit,
            given: tuple[str | None, str | None]) -> int:
     from sim.api import SimServer, create_app
-    from sim.api.keys import secret_sha256
 
     scenario = None
     if args.scenario:
@@ -340,21 +339,13 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
     except ScenarioRunError as err:
         return _fail(f"{args.scenario}: {err}")
     server.body_timeout_s = args.body_timeout
-    from sim.api import start_key
+    from sim.api.start_key import StartKeyError, settle
 
-    secret, source = given
-    known: dict[str, str] = {}  # sha256 -> what the banner says of a key it knows
-    generated = None
-    if secret is not None:
-        if server.keys.is_revoked(secret):
-            server.close_state()
-            return _fail(f"{source}: that key was revoked in {args.state}; give another")
-        _key, replaced = start_key.accept(server, secret)
-        known[secret_sha256(secret)] = f"from {source}, {start_key.prefix(secret)}"
-    elif not server.saved_keys:
-        generated = server.add_personal_key()
-        server.keep_key(generated)  # with a state file, as its SHA-256: a restart accepts it
-        known[secret_sha256(generated.secret)] = "generated now, shown below"
+    try:
+        key_lines = settle(server, *given, args.state)
+    except StartKeyError as err:
+        server.close_state()
+        return _fail(str(err))
     base = f"http://{args.host}:{args.port}"
     clock = "manual (POST /_sim/advance)" if args.clock == "manual" else f"realtime x{args.speed:g}"
     print(f"sim serve: {base}/api/v2/  (clock: {clock}, seed {server.seed})")
@@ -368,14 +359,8 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
             what = (f"{start}{restored.requests} requests ({restored.entries} journal entries) "
                     f"replayed in {restored.seconds:.2f} s; simulated now {server.cp.now:g} s")
         print(f"state: {args.state} ({what})")
-    for line in start_key.banner(server, known):
+    for line in key_lines:
         print(line)
-    if secret is not None:
-        for record in replaced:
-            print(f"API key {record.id} ({start_key.START_KEY_NAME} of an earlier start): "
-                  f"replaced by this one, revoked")
-    if generated is not None:
-        print(f"API key (personal, shown once): {generated.secret}")
     print(f"console: {base}/#key=<API key>   OpenAPI: {base}/docs")
     sys.stdout.flush()
     try:

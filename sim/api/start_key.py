@@ -61,6 +61,30 @@ def _checked(secret: str, where: str) -> str:
     return secret
 
 
+def settle(server: SimServer, secret: str | None, source: str | None,
+           state: str | None) -> list[str]:
+    """Accept the key given at start, or generate one for a server that has none: the
+    banner lines about keys. StartKeyError for a key revoked in the state file."""
+    known: dict[str, str] = {}  # sha256 -> what the banner says of a key it knows
+    replaced: list[KeyRecord] = []
+    generated = None
+    if secret is not None:
+        if server.keys.is_revoked(secret):
+            raise StartKeyError(f"{source}: that key was revoked in {state}; give another")
+        _key, replaced = accept(server, secret)
+        known[secret_sha256(secret)] = f"from {source}, {prefix(secret)}"
+    elif not server.saved_keys:
+        generated = server.add_personal_key()
+        server.keep_key(generated)  # with a state file, as its SHA-256: a restart accepts it
+        known[secret_sha256(generated.secret)] = "generated now, shown below"
+    lines = banner(server, known)
+    lines += [f"API key {r.id} ({START_KEY_NAME} of an earlier start): replaced by this one, "
+              f"revoked" for r in replaced]
+    if generated is not None:
+        lines.append(f"API key (personal, shown once): {generated.secret}")
+    return lines
+
+
 def accept(server: SimServer, secret: str) -> tuple[ApiKey, list[KeyRecord]]:
     """Accept `secret` as the start key: (the key, the previous start keys it revoked)."""
     sha = secret_sha256(secret)
