@@ -16,8 +16,9 @@ long-running server needs (docs/reliability.md, "Connections").
   arrives is read and dropped for up to `LINGER_S`, so the client reads the
   whole answer instead of a reset.
 - **A quick stop**: on SIGTERM / SIGINT a request whose body has not arrived
-  whole is answered 503 at once (it was not applied) instead of holding the
-  exit until its body timeout; requests being handled finish (10 s at most).
+  whole within `STOP_BODY_WAIT_S` is answered 503 (it was not applied) instead
+  of holding the exit until its body timeout; requests being handled finish
+  (10 s at most).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ DEFAULT_HEADER_TIMEOUT_S = 10.0
 #: event loop's own, and one for each connection being refused
 FD_RESERVE = 64
 LINGER_S = 2.0  # a lingering close reads and drops what the client still sends, this long
-STOP_LINGER_S = 0.5  # ... and this long once the server is stopping
+STOP_LINGER_S = 0.25  # ... and this long once the server is stopping
+STOP_BODY_WAIT_S = 0.5  # a body still arriving when the server is asked to stop: its time
 GRACEFUL_STOP_S = 10  # requests being handled when a stop is asked may take this long
 
 
@@ -182,35 +184,49 @@ class SimH11Protocol(H11Protocol):
         self._lingering.linger()
 
     # -- stopping --------------------------------------------------------------------------
+    def _body_pending(self) -> bool:
+        """A request whose head came but whose body is still arriving, unanswered (under
+        `sim serve` the app reads a body whole before it applies anything)."""
+        cycle = self.cycle
+        return (cycle is not None and not cycle.response_started and cycle.more_body
+                and self.conn.their_state is h11.SEND_BODY
+                and self.conn.our_state is h11.SEND_RESPONSE)
+
     def shutdown(self) -> None:
-        """The server is stopping: a request still sending its body is answered 503 now
-        (it has not been applied); one being handled finishes; an idle one is closed."""
+        """The server is stopping: a request being handled finishes; one still sending its
+        body has `STOP_BODY_WAIT_S` to finish it, then is answered 503 (not applied); an
+        idle connection is closed."""
         self._disarm_head_timer()
         lingering = self._lingering
-        cycle = self.cycle
-        if (cycle is not None and not cycle.response_started and cycle.more_body
-                and self.conn.their_state is h11.SEND_BODY and self.conn.our_state is h11.SEND_RESPONSE):
-            body = json.dumps({"code": "SERVICE_UNAVAILABLE", "message": "the server is "
-                               "stopping; the request was not applied (send it again once the "
-                               "server is back)", "request_id": None}).encode()
-            cycle.response_started = cycle.response_complete = True
-            cycle.disconnected = True  # the app reading the body hears the client left
-            cycle.message_event.set()
-            try:
-                self.transport.write(self.conn.send(h11.Response(status_code=503, headers=[
-                    (b"content-type", b"application/json"), (b"connection", b"close"),
-                    (b"content-length", str(len(body)).encode())], reason=b"Service Unavailable")))
-                self.transport.write(self.conn.send(h11.Data(data=body)))
-                self.transport.write(self.conn.send(h11.EndOfMessage()))
-            except h11.LocalProtocolError:
-                pass
-            if lingering is not None:
-                lingering.linger(STOP_LINGER_S)
+        if self._body_pending():
+            self.cycle.keep_alive = False
+            self.loop.call_later(STOP_BODY_WAIT_S, self._stop_body_wait_over)
             return
         if lingering is not None and lingering.lingering:
             self.loop.call_later(STOP_LINGER_S, lingering._transport.close)
             return
         super().shutdown()
+
+    def _stop_body_wait_over(self) -> None:
+        if not self._body_pending() or self.transport.is_closing():
+            return
+        cycle = self.cycle
+        body = json.dumps({"code": "SERVICE_UNAVAILABLE", "message": "the server is stopping; "
+                           "the request was not applied (send it again once the server is "
+                           "back)", "request_id": None}).encode()
+        cycle.response_started = cycle.response_complete = True
+        cycle.disconnected = True  # the app reading the body hears that the client left
+        cycle.message_event.set()
+        try:
+            self.transport.write(self.conn.send(h11.Response(status_code=503, headers=[
+                (b"content-type", b"application/json"), (b"connection", b"close"),
+                (b"content-length", str(len(body)).encode())], reason=b"Service Unavailable")))
+            self.transport.write(self.conn.send(h11.Data(data=body)))
+            self.transport.write(self.conn.send(h11.EndOfMessage()))
+        except h11.LocalProtocolError:
+            pass
+        assert self._lingering is not None
+        self._lingering.linger(STOP_LINGER_S)
 
 
 def protocol_class(*, header_timeout: float | None, max_connections: int) -> type[SimH11Protocol]:
