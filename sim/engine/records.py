@@ -19,6 +19,7 @@ from sim.engine.connection_table import ConnectionTable as ConnectionTable  # re
 from sim.engine.connection_table import Outcome as Outcome  # re-exported
 from sim.engine.minutes import per_minute_ns
 from sim.engine.row_table import RowBlock, RowTable, row_table
+from sim.engine.tallies import OperationCount, OperationTally, joined_spans, summed_counts
 
 
 class StateInterval(NamedTuple):
@@ -65,6 +66,10 @@ class Recorder:
     on_ns: np.ndarray | None = None  # per minute (see `per_minute_ns`)
     quarter_ns: np.ndarray | None = None
     wake_waits: dict[str, np.ndarray] = field(default_factory=dict)
+    #: project id -> the kernel's operations counted, and when its computes were on
+    #: (`sim.engine.tallies`), also when events are not recorded
+    operation_tallies: dict[str, OperationTally] = field(default_factory=dict)
+    on_spans: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
     #: project id -> the kernel's operations as blocks of rows, in creation order
     #: (operation_rows)
     operation_rows: dict[str, list[RowBlock[OperationRow]]] = field(default_factory=dict)
@@ -89,6 +94,18 @@ class Recorder:
             done = before
         parts.append(self.connections[done:])
         return ConnectionTable(parts)
+
+    def tally(self, project_id: str) -> OperationTally:
+        """Where the project's operations are counted when none is built as a row."""
+        tally = self.operation_tallies.get(project_id)
+        if tally is None:
+            tally = self.operation_tallies[project_id] = OperationTally()
+        return tally
+
+    def add_on_spans(self, project_id: str, start: np.ndarray, end: np.ndarray) -> None:
+        """One compute's on-intervals (in time order), kept for the peak of computes on."""
+        if len(start):
+            self.on_spans.setdefault(project_id, []).append(joined_spans(start, end))
 
     def add_minutes(self, start: np.ndarray, end: np.ndarray, cu: np.ndarray,
                     duration_s: float, batch: int = 500_000) -> None:
@@ -193,6 +210,11 @@ class RunResult:
     fleet_ns: tuple[np.ndarray, np.ndarray] | None = None
     #: with events not recorded: each compute's cold-start waits (s)
     wake_waits: dict[str, np.ndarray] | None = None
+    #: with events not recorded: operations by hour created, action and status, with their
+    #: failed attempts (`sim.engine.tallies`)
+    operation_counts: list[OperationCount] | None = None
+    #: with events not recorded: start and end of every span in which a compute was on
+    on_spans: tuple[np.ndarray, np.ndarray] | None = None
     #: human-readable assumptions in force (cold-start distribution, pool size, prices...)
     assumptions: dict[str, str] = field(default_factory=dict)
     #: computes by the road that computed them: "fleet path", or "engine: <why>"
@@ -210,9 +232,21 @@ class RunResult:
 
 def summarise_events(result: RunResult, rec: Recorder) -> None:
     """Fold state intervals and wakes into the per-minute series and per-compute waits,
+    count the operations and keep the on-spans (of the projects in `result.projects`),
     and drop the event rows (operations, intervals, wakes) from the result."""
     intervals = result.intervals.columns()
     on = (intervals["state"] != "idle") & (intervals["end_s"] > intervals["start_s"])
+    kept = [p for p in result.projects if p in rec.on_spans]
+    spans = [(intervals["start_s"][on], intervals["end_s"][on]),
+             *(span for p in kept for span in rec.on_spans[p])]
+    result.on_spans = (np.concatenate([np.empty(0), *(s for s, _ in spans)]),
+                       np.concatenate([np.empty(0), *(e for _, e in spans)]))
+    rows = OperationTally()  # the engine's, built as rows
+    ops = result.operations.columns()
+    rows.add(ops["action"], ops["status"], ops["failures_count"], ops["created_s"])
+    result.operation_counts = summed_counts(
+        [rows.rows(), *(rec.operation_tallies[p].rows() for p in result.projects
+                        if p in rec.operation_tallies)])
     rec.add_minutes(intervals["start_s"][on],
                     np.minimum(intervals["end_s"][on], result.duration_s),
                     intervals["cu"][on], result.duration_s)

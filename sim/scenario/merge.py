@@ -27,6 +27,7 @@ import numpy as np
 
 from sim.engine.records import ConnectionTable, RunResult
 from sim.engine.row_table import RowTable
+from sim.engine.tallies import OperationCount, summed_counts
 from sim.scenario.schema import Scenario
 
 
@@ -156,6 +157,7 @@ def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
                                 ranks, position, "arrival_s"),
         wakes=merged("wakes", "at_s"), actions=actions, assumptions=dict(head.assumptions),
         fleet_ns=_summed_minutes(parts), wake_waits=_joined_waits(parts),
+        operation_counts=_summed_operations(parts), on_spans=_joined_spans(parts),
         projects={pid: info for pid in sorted(ranks, key=ranks.__getitem__)
                   for r, _ in parts if (info := r.projects.get(pid)) is not None},
         roads=_summed_roads(parts), warm_up_s=head.warm_up_s,
@@ -177,6 +179,23 @@ def _summed_minutes(parts: Sequence[tuple[RunResult, Sequence[str]]]
     if not sums:
         return None
     return (np.sum([on for on, _ in sums], axis=0), np.sum([cu for _, cu in sums], axis=0))
+
+
+def _summed_operations(parts: Sequence[tuple[RunResult, Sequence[str]]]
+                       ) -> list[OperationCount] | None:
+    """Operation counts of a run that kept no event rows: integers, exact in any order."""
+    if all(r.operation_counts is None for r, _ in parts):
+        return None
+    return summed_counts(r.operation_counts or [] for r, _ in parts)
+
+
+def _joined_spans(parts: Sequence[tuple[RunResult, Sequence[str]]]
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+    """On-spans of a run that kept no event rows (their peak does not depend on order)."""
+    spans = [r.on_spans for r, _ in parts if r.on_spans is not None]
+    if not spans:
+        return None
+    return (np.concatenate([s for s, _ in spans]), np.concatenate([e for _, e in spans]))
 
 
 def _joined_waits(parts: Sequence[tuple[RunResult, Sequence[str]]]
