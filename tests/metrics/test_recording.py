@@ -32,8 +32,7 @@ SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))
 #: long enough for each scenario's first scripted calls and releases (at 12 h and later)
 HOURS = 30
 #: (record_connections, record_events): the first is compared with each of the others
-SETTINGS = [("all", "all"), ("sampled", "all"), ("off", "all"), ("all", "off"),
-            ("sampled", "off"), ("off", "off")]
+SETTINGS = [("all", "all"), ("sampled", "all"), ("all", "off"), ("off", "off")]
 #: the tables the charts are drawn from
 CHART_TABLES = ("computes", "fleet", "operations_per_hour", "cold_start_cdf", "actions")
 
@@ -78,13 +77,11 @@ def test_chart_tables_are_the_same_whatever_is_recorded(runs, setting) -> None:
 
 
 def test_the_scenarios_count_what_the_comparison_is_about(runs) -> None:
-    """Evidence: with every row kept the counts are those of the rows, and they are
-    there in the shortened runs (operations and computes on in every shipped one)."""
+    """Evidence: with every row kept the counts are those of the rows."""
     tables, totals = runs[("all", "all")]
     operations = tables["operations"]
-    assert totals["operations"] == len(operations) > 0
+    assert totals["operations"] == len(operations)
     assert totals["failed_operation_attempts"] == int(operations["failures_count"].sum())
-    assert totals["peak_active_computes"] >= 1
     cdf = tables["cold_start_cdf"]["cold_starts"]
     assert (cdf.iloc[-1] if len(cdf) else 0) == totals["cold_starts"]
     _, off = runs[("off", "off")]
@@ -96,7 +93,8 @@ def test_failed_attempts_counted_without_rows() -> None:
     scenario = shortened(ROOT / "scenarios" / "saas-diurnal.yaml")
     _, everything = outputs(run_scenario(recorded(scenario, "all", "all")))
     _, off = outputs(run_scenario(recorded(scenario, "off", "off")))
-    assert everything["failed_operation_attempts"] > 0
+    assert everything["failed_operation_attempts"] > 0 and everything["operations"] > 1000
+    assert everything["peak_active_computes"] > 10
     assert off["failed_operation_attempts"] == everything["failed_operation_attempts"]
     assert off["operations_by_action"] == everything["operations_by_action"]
 
