@@ -66,8 +66,8 @@ class Recorder:
     on_ns: np.ndarray | None = None  # per minute (see `per_minute_ns`)
     quarter_ns: np.ndarray | None = None
     wake_waits: dict[str, np.ndarray] = field(default_factory=dict)
-    #: project id -> the kernel's operations counted, and when its computes were on
-    #: (`sim.engine.tallies`), also when events are not recorded
+    #: when events are not recorded, per project id: the kernel's operations counted, and
+    #: when its computes were on (`sim.engine.tallies`)
     operation_tallies: dict[str, OperationTally] = field(default_factory=dict)
     on_spans: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
     #: project id -> the kernel's operations as blocks of rows, in creation order
