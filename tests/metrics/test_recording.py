@@ -206,3 +206,16 @@ def test_runs_frame_takes_a_count_without_data() -> None:
     runs = runs_frame(settings, [{"seed": 1}, {"seed": 2}], [(0, 0, 1), (1, 0, 2)], figures)
     assert runs["peak_active_computes"].iloc[0] == 1
     assert np.isnan(runs["peak_active_computes"].iloc[1])
+
+
+@pytest.mark.parametrize("warm_up", [0.0, 3600.0])
+def test_the_same_with_or_without_a_warm_up(warm_up: float) -> None:
+    """With no warm-up the creation is counted (a burst of starts at the first instant);
+    with one, what happens before the first instant is in no count: either way, the
+    same counts with rows or without."""
+    scenario = shortened(ROOT / "scenarios" / "quickstart.yaml", hours=6).model_copy(
+        update={"warm_up": warm_up})
+    _, everything = outputs(run_scenario(recorded(scenario, "all", "all")))
+    _, off = outputs(run_scenario(recorded(scenario, "off", "off")))
+    assert off == everything
+    assert everything["operations"] > 0
