@@ -213,8 +213,9 @@ class RunResult:
     #: with events not recorded: operations by hour created, action and status, with their
     #: failed attempts (`sim.engine.tallies`)
     operation_counts: list[OperationCount] | None = None
-    #: with events not recorded: start and end of every span in which a compute was on
-    on_spans: tuple[np.ndarray, np.ndarray] | None = None
+    #: with events not recorded, per project id: start and end of every span in which one
+    #: of its computes was on
+    on_spans: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
     #: human-readable assumptions in force (cold-start distribution, pool size, prices...)
     assumptions: dict[str, str] = field(default_factory=dict)
     #: computes by the road that computed them: "fleet path", or "engine: <why>"
@@ -236,11 +237,7 @@ def summarise_events(result: RunResult, rec: Recorder) -> None:
     and drop the event rows (operations, intervals, wakes) from the result."""
     intervals = result.intervals.columns()
     on = (intervals["state"] != "idle") & (intervals["end_s"] > intervals["start_s"])
-    kept = [p for p in result.projects if p in rec.on_spans]
-    spans = [(intervals["start_s"][on], intervals["end_s"][on]),
-             *(span for p in kept for span in rec.on_spans[p])]
-    result.on_spans = (np.concatenate([np.empty(0), *(s for s, _ in spans)]),
-                       np.concatenate([np.empty(0), *(e for _, e in spans)]))
+    result.on_spans = _spans_by_project(result, rec, intervals, on)
     rows = OperationTally()  # the engine's, built as rows
     ops = result.operations.columns()
     rows.add(ops["action"], ops["status"], ops["failures_count"], ops["created_s"])
@@ -266,3 +263,23 @@ def summarise_events(result: RunResult, rec: Recorder) -> None:
     result.operations = RowTable(OperationRow)
     result.intervals = RowTable(StateInterval)
     result.wakes = RowTable(WakeRecord)
+
+
+def _spans_by_project(result: RunResult, rec: Recorder, intervals: dict[str, np.ndarray],
+                      on: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per project of the result: when its computes were on, from the engine's interval
+    rows and the kernel's spans."""
+    parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    projects = intervals["project_id"][on]
+    if len(projects):
+        order = np.argsort(projects, kind="stable")
+        names, firsts = np.unique(projects[order], return_index=True)
+        starts = np.split(intervals["start_s"][on][order], firsts[1:])
+        ends = np.split(intervals["end_s"][on][order], firsts[1:])
+        for name, start, end in zip(names.tolist(), starts, ends, strict=True):
+            parts[name] = [(start, end)]
+    for project_id in result.projects:
+        parts.setdefault(project_id, []).extend(rec.on_spans.get(project_id, ()))
+    return {project_id: (np.concatenate([s for s, _ in spans]),
+                         np.concatenate([e for _, e in spans]))
+            for project_id, spans in parts.items() if spans}

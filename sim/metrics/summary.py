@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -148,14 +149,22 @@ def _fleet_stats(fleet: pd.DataFrame, intervals: pd.DataFrame, result: RunResult
     } | _minute_figures(fleet)
 
 
-def on_spans(intervals: pd.DataFrame, result: RunResult) -> tuple[np.ndarray, np.ndarray]:
+def on_spans(intervals: pd.DataFrame, result: RunResult,
+             projects: Collection[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Start and end of the spans in which a compute was on, within [0, duration): from the
-    interval rows, or from the run's own spans when it kept none."""
+    interval rows, or from the run's own spans when it kept none. `projects`: only the
+    computes of these projects (say, of one template)."""
     if result.on_spans is None:
+        if projects is not None:
+            intervals = intervals[intervals["project_id"].isin(list(projects))]
         start, end, _ = on_intervals(intervals, result.duration_s)
         return start, end
-    start = np.clip(result.on_spans[0], 0.0, result.duration_s)
-    end = np.clip(result.on_spans[1], 0.0, result.duration_s)
+    wanted = None if projects is None else set(projects)
+    chosen = [spans for p, spans in result.on_spans.items() if wanted is None or p in wanted]
+    start = np.clip(np.concatenate([np.empty(0), *(s for s, _ in chosen)]),
+                    0.0, result.duration_s)
+    end = np.clip(np.concatenate([np.empty(0), *(e for _, e in chosen)]),
+                  0.0, result.duration_s)
     keep = end > start
     return start[keep], end[keep]
 

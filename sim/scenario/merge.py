@@ -190,12 +190,14 @@ def _summed_operations(parts: Sequence[tuple[RunResult, Sequence[str]]]
 
 
 def _joined_spans(parts: Sequence[tuple[RunResult, Sequence[str]]]
-                  ) -> tuple[np.ndarray, np.ndarray] | None:
-    """On-spans of a run that kept no event rows (their peak does not depend on order)."""
-    spans = [r.on_spans for r, _ in parts if r.on_spans is not None]
-    if not spans:
+                  ) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
+    """On-spans of a run that kept no event rows, per project (each in one part only)."""
+    if all(r.on_spans is None for r, _ in parts):
         return None
-    return (np.concatenate([s for s, _ in spans]), np.concatenate([e for _, e in spans]))
+    joined: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for r, _ in parts:
+        joined.update(r.on_spans or {})
+    return {k: joined[k] for k in sorted(joined)}
 
 
 def _joined_waits(parts: Sequence[tuple[RunResult, Sequence[str]]]

@@ -19,7 +19,7 @@ from sim.engine.records import RunResult
 from sim.engine.tallies import OperationTally, joined_spans, summed_counts
 from sim.fleet import read_source
 from sim.metrics import draw_charts, frames, summary
-from sim.metrics.summary import peak_concurrent
+from sim.metrics.summary import on_spans, peak_concurrent
 from sim.report import key_cards, summary_html
 from sim.scenario.loader import load_scenario, parse_scenario
 from sim.scenario.merge import canonical_result, instance_order
@@ -219,3 +219,20 @@ def test_the_same_with_or_without_a_warm_up(warm_up: float) -> None:
     _, off = outputs(run_scenario(recorded(scenario, "off", "off")))
     assert off == everything
     assert everything["operations"] > 0
+
+
+def test_peak_of_one_template_is_the_same_without_rows() -> None:
+    """The on-spans are kept per project: the peak of computes on of some projects alone
+    (here each project; for per-template figures a template's) is the same with rows or
+    without."""
+    scenario = shortened(ROOT / "scenarios" / "dev-branches.yaml")
+    peaks = {}
+    for setting in (("all", "all"), ("off", "off")):
+        result = run_scenario(recorded(scenario, *setting))
+        tables = frames(result)
+        computes = tables["computes"]
+        peaks[setting] = {
+            name: peak_concurrent(*on_spans(tables["intervals"], result, set(group)))
+            for name, group in computes.groupby("project_name")["project_id"]}
+    assert peaks[("off", "off")] == peaks[("all", "all")]
+    assert len(peaks[("all", "all")]) > 2 and max(peaks[("all", "all")].values()) > 1
