@@ -231,16 +231,23 @@ class RunResult:
             self.connections = ConnectionTable([list(self.connections)])
 
 
-def summarise_events(result: RunResult, rec: Recorder) -> None:
+def summarise_events(result: RunResult, rec: Recorder,
+                     engine_ops: RowTable[OperationRow] | None = None,
+                     count_from_s: float = 0.0) -> None:
     """Fold state intervals and wakes into the per-minute series and per-compute waits,
     count the operations and keep the on-spans (of the projects in `result.projects`),
-    and drop the event rows (operations, intervals, wakes) from the result."""
+    and drop the event rows (operations, intervals, wakes) from the result.
+    `engine_ops`: the engine's operations, on its clock (from `count_from_s` counted);
+    by default those of the result."""
     intervals = result.intervals.columns()
     on = (intervals["state"] != "idle") & (intervals["end_s"] > intervals["start_s"])
     result.on_spans = _spans_by_project(result, rec, intervals, on)
     rows = OperationTally()  # the engine's, built as rows
-    ops = result.operations.columns()
-    rows.add(ops["action"], ops["status"], ops["failures_count"], ops["created_s"])
+    if engine_ops is None:
+        engine_ops, count_from_s = result.operations, 0.0
+    ops = engine_ops.columns()
+    rows.add(ops["action"], ops["status"], ops["failures_count"], ops["created_s"],
+             count_from_s)
     result.operation_counts = summed_counts(
         [rows.rows(), *(rec.operation_tallies[p].rows() for p in result.projects
                         if p in rec.operation_tallies)])

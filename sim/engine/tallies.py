@@ -40,15 +40,15 @@ class OperationTally:
         self.counts: dict[tuple[int, str, str], list[int]] = {}
 
     def add(self, actions: np.ndarray, statuses: np.ndarray, failures: np.ndarray,
-            created_s: np.ndarray) -> None:
-        """Count operations given as columns of names (or of anything `np.unique` sorts),
-        created at `created_s` since the first instant (the rows of a result)."""
+            created_s: np.ndarray, count_from_s: float = 0.0) -> None:
+        """Count operations given as columns of names (or of anything `np.unique` sorts);
+        `created_s` and `count_from_s` as for `add_codes`."""
         if not len(actions):
             return
         action_names, action_codes = np.unique(np.asarray(actions), return_inverse=True)
         status_names, status_codes = np.unique(np.asarray(statuses), return_inverse=True)
-        self.add_codes(action_codes, action_names, status_codes, status_names, failures,
-                       created_s)
+        self.add_codes(action_codes, action_names, status_codes, status_names,
+                       np.asarray(failures), created_s, count_from_s)
 
     def add_codes(self, action_codes: np.ndarray, action_names: Sequence,
                   status_codes: np.ndarray, status_names: Sequence, failures: np.ndarray,
