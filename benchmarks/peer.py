@@ -46,6 +46,7 @@ from sim.rules.operations import Action
 from sim.rules.sizes import RAM_GB_PER_CU, step_up
 from sim.rules.timeouts import effective_suspend_timeout
 from sim.scenario.schema import ComputeSpec, Scenario
+from sim.scenario.warm_up import arrivals_on_engine_clock
 from sim.workload import chunks
 
 OFF, STARTING, ON, STOPPING = "off", "starting", "on", "stopping"
@@ -74,12 +75,15 @@ def draw_workloads(scenario: Scenario, seed: int | None = None) -> list[ComputeL
         for branch in inst.template.branches:
             for i, spec in enumerate(branch.computes):
                 key = f"{inst.key}.{branch.name}.{i}"
-                process, model = spec.arrival_process(scenario.start), spec.session_model()
+                process = arrivals_on_engine_clock(spec.arrival_process(scenario.start),
+                                                   scenario.warm_up_s)
+                model = spec.session_model()
                 times, lengths = [np.empty(0)], [np.empty(0)]
                 if process is not None and model is not None:
                     arrival_rng = streams.fresh(f"arrivals/{key}")
                     session_rng = streams.fresh(f"sessions/{key}")
-                    for part in chunks(process, arrival_rng, 0.0, scenario.duration):
+                    for part in chunks(process, arrival_rng, 0.0,
+                                       scenario.warm_up_s + scenario.duration):
                         if len(part):
                             times.append(part)
                             lengths.append(model.sample(session_rng, len(part)).duration_s)
@@ -88,8 +92,9 @@ def draw_workloads(scenario: Scenario, seed: int | None = None) -> list[ComputeL
     return loads
 
 
-def offered_sessions(loads: list[ComputeLoad]) -> int:
-    return sum(len(load.arrivals) for load in loads)
+def offered_sessions(loads: list[ComputeLoad], warm_up_s: float = 0.0) -> int:
+    """Sessions offered from the first instant (the warm-up's are in no figure)."""
+    return sum(int((load.arrivals >= warm_up_s).sum()) for load in loads)
 
 
 # ---- the model -----------------------------------------------------------------------------
@@ -113,6 +118,8 @@ class Fleet:
     def __init__(self, scenario: Scenario, seed: int | None = None):
         cfg: EngineConfig = scenario.engine_config()
         self.env = simpy.Environment()
+        #: the scenario's start on this clock, after the warm-up (as the engine's)
+        self.count_from = scenario.warm_up_s
         self.cfg = cfg
         self.rng = np.random.default_rng(scenario.seed if seed is None else seed)
         self.cold_start = cfg.cold_start
@@ -170,9 +177,10 @@ class Compute:
         return self.ready
 
     def start(self, cold: bool):
+        woken = self.env.now
         yield from self.fleet.operation(self.fleet.cold_start)
         self.state, self.cu, self.since = ON, self.min_cu, self.env.now
-        self.cold_starts += cold
+        self.cold_starts += cold and woken >= self.fleet.count_from
         self.last_activity = max(self.last_activity, self.env.now)
         ready, self.ready = self.ready, self.env.event()
         ready.succeed()
@@ -205,8 +213,9 @@ class Compute:
 
     def account(self) -> None:
         now = self.env.now
-        self.on_s += now - self.since
-        self.cu_s += self.cu * (now - self.since)
+        counted = max(0.0, now - max(self.since, self.fleet.count_from))  # not the warm-up
+        self.on_s += counted
+        self.cu_s += self.cu * counted
         self.since = now
 
     # -- sessions
@@ -218,28 +227,29 @@ class Compute:
 
     def session(self, length: float, cpu: float, mem: float):
         env = self.env
-        self.arrivals += 1
+        counted = env.now >= self.fleet.count_from  # a client of the warm-up is in no figure
+        self.arrivals += counted
         self.last_activity = env.now
         if self.open >= self.limit:
-            self.refused += 1
+            self.refused += counted
             return
         self.open += 1
         if self.state != ON:
             yield self.wake()
         if self.pool is None:
-            yield from self.use(length, cpu, mem)
+            yield from self.use(length, cpu, mem, counted)
         else:
             with self.pool.request() as req:
                 got = yield req | env.timeout(self.fleet.cfg.pool_queue_timeout_s)
                 if req in got:
-                    yield from self.use(length, cpu, mem)
+                    yield from self.use(length, cpu, mem, counted)
                 else:
-                    self.queue_timeouts += 1
+                    self.queue_timeouts += counted
         self.open -= 1
         self.last_activity = env.now
 
-    def use(self, length: float, cpu: float, mem: float):
-        self.sessions += 1
+    def use(self, length: float, cpu: float, mem: float, counted: bool):
+        self.sessions += counted
         if self.autoscales:
             self.cpu += cpu
             self.mem += mem
@@ -319,8 +329,9 @@ def run_peer(scenario: Scenario, loads: list[ComputeLoad], seed: int | None = No
         ref = refs[-1]
         group = by_type.get((ref.instance_key, ref.branch or "", ref.compute_type or ""), [])
         if ref.compute_index < len(group):
-            env.process(group[ref.compute_index].patch(action.at, body["endpoint"]))
-    env.run(until=scenario.duration)
+            env.process(group[ref.compute_index].patch(fleet.count_from + action.at,
+                                                       body["endpoint"]))
+    env.run(until=fleet.count_from + scenario.duration)
     totals = Totals()
     for c in computes.values():
         if c.state in (ON, STOPPING):

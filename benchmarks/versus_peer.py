@@ -111,7 +111,7 @@ def measure_one(scenario) -> dict:
 
     def peer():
         loads = draw_workloads(scenario)
-        return offered_sessions(loads), run_peer(scenario, loads)
+        return offered_sessions(loads, scenario.warm_up_s), run_peer(scenario, loads)
 
     ((offered, totals), peer_cpu), (result, engine_cpu) = _timed(
         peer, lambda: run_scenario(scenario))

@@ -190,7 +190,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     charts = sum(1 for p in paths.values() if p.suffix == ".png")
     print(f"\n{len(result.runs)} runs ({len(result.points)} points x {result.replications}) "
           f"in {time.perf_counter() - started:.1f} s; results in {out}/ "
-          f"(runs.parquet, points.parquet, {charts} charts)")
+          f"(runs.parquet, points.parquet, template_points.parquet, {charts} charts)")
     return 0
 
 
@@ -261,13 +261,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _fail("--new starts a state file over: give it with --state FILE")
     if not 1 <= args.port <= 65_535:
         return _fail(f"--port must be 1..65535, got {args.port}")
+    if args.header_timeout is not None and not args.header_timeout > 0:
+        return _fail("--header-timeout must be > 0")
+    if args.snapshot_every is not None and args.snapshot_every < 1:
+        return _fail("--snapshot-every must be >= 1")
+    from sim.api.serving import FD_RESERVE, default_max_connections
+
+    most = default_max_connections()
+    if args.max_connections is not None and not 1 <= args.max_connections <= most:
+        return _fail(f"--max-connections must be 1..{most} (the descriptor limit, ulimit -n, "
+                     f"less {FD_RESERVE} kept for the server itself)")
+    from sim.api.start_key import StartKeyError, given_key
+
+    try:
+        given = given_key(args.api_key, args.api_key_file)
+    except StartKeyError as err:
+        return _fail(str(err))
     try:
         listener = _listen(args.host, args.port)
     except OSError as err:
         return _fail(f"--port {args.port}: cannot listen on {args.host}:{args.port} "
                      f"({err.strerror or err})")
     try:
-        return _serve(args, listener, rate_limit)
+        return _serve(args, listener, rate_limit, given)
     finally:
         listener.close()
 
@@ -275,9 +291,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def _listen(host: str, port: int) -> socket.socket:
     """Bind the server's socket now, so a taken port is refused before anything is printed."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, as uvicorn's own bind does: asyncio sets TCP_NODELAY only on
+    # sockets that say so (sim.api.serving sets it on each connection as well)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # inherited by connections
         # bound, not yet listening: clients are refused (not queued) until the server
         # is ready, which may take a while when a state file is replayed
         sock.bind((host, port))
@@ -287,7 +306,8 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLimit) -> int:
+def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLimit,
+           given: tuple[str | None, str | None]) -> int:
     from sim.api import SimServer, create_app
 
     scenario = None
@@ -313,7 +333,7 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
             try:
                 server, restored = open_server(args.state, seed=args.seed, clock=args.clock,
                                                speed=args.speed, scenario_path=args.scenario,
-                                               **limits)
+                                               snapshot_every=args.snapshot_every, **limits)
             except (StateError, ScenarioError) as err:
                 return _fail(str(err))
         else:
@@ -322,13 +342,13 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
     except ScenarioRunError as err:
         return _fail(f"{args.scenario}: {err}")
     server.body_timeout_s = args.body_timeout
-    key = None
-    if args.api_key is not None and server.keys.is_revoked(args.api_key):
+    from sim.api.start_key import StartKeyError, settle
+
+    try:
+        key_lines = settle(server, *given, args.state)
+    except StartKeyError as err:
         server.close_state()
-        return _fail(f"--api-key: that key was revoked in {args.state}; give another")
-    if args.api_key is not None or not server.saved_keys:
-        key = server.add_personal_key(args.api_key)
-        server.keep_key(key)  # with a state file, as its SHA-256: a restart accepts it again
+        return _fail(str(err))
     base = f"http://{args.host}:{args.port}"
     clock = "manual (POST /_sim/advance)" if args.clock == "manual" else f"realtime x{args.speed:g}"
     print(f"sim serve: {base}/api/v2/  (clock: {clock}, seed {server.seed})")
@@ -342,36 +362,18 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
             what = (f"{start}{restored.requests} requests ({restored.entries} journal entries) "
                     f"replayed in {restored.seconds:.2f} s; simulated now {server.cp.now:g} s")
         print(f"state: {args.state} ({what})")
-    if key is not None and args.api_key is None:
-        print(f"API key (personal, shown once): {key.secret}")
-    elif key is None:
-        print(f"API keys: the {len(server.saved_keys)} saved in {args.state} (kept as hashes)")
+    for line in key_lines:
+        print(line)
     print(f"console: {base}/#key=<API key>   OpenAPI: {base}/docs")
     sys.stdout.flush()
     try:
-        _run_uvicorn(create_app(server), listener, args.log_level)
+        from sim.api.serving import run
+
+        run(create_app(server), listener, log_level=args.log_level,
+            header_timeout=args.header_timeout, max_connections=args.max_connections)
     finally:
         server.close_state()  # drain is over: snapshot, commit, fold the -wal in, close
     return 0
-
-
-def _run_uvicorn(app: object, listener: socket.socket, log_level: str) -> None:
-    """uvicorn on `listener` until SIGTERM or SIGINT; then in-flight requests finish (10 s
-    at most) and this returns, so the state file is closed cleanly and the exit status is 0."""
-    import uvicorn
-
-    class Draining(uvicorn.Server):
-        def handle_exit(self, sig: int, frame: object) -> None:
-            super().handle_exit(sig, frame)  # type: ignore[arg-type]
-            getattr(self, "_captured_signals", []).clear()  # not re-raised after the drain
-
-    import logging
-
-    logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    config = uvicorn.Config(app, log_level=log_level, access_log=False,  # type: ignore[arg-type]
-                            ws="none", lifespan="off", timeout_graceful_shutdown=10)
-    Draining(config).run(sockets=[listener])
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
@@ -435,7 +437,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep = sub.add_parser("sweep", help=COMMANDS["sweep"][1], description=COMMANDS["sweep"][1],
                            epilog="PATH examples: computes.suspend_timeout_seconds (every "
                                   "compute), projects[0].branches[0].computes[0].size.cu, "
-                                  "engine.pool_share, projects.count")
+                                  "engine.pool_share, projects.count; TEMPLATE.KEY as in "
+                                  "recommend --space (hobby.suspend_timeout_seconds=300,3600, "
+                                  "busy.cu=1,2, busy.autoscaling=0.25-4, busy.pooler=on,off)")
     sweep.add_argument("file", help="scenario YAML file")
     sweep.add_argument("--set", action="append", required=True, metavar="PATH=V1,V2,...",
                        help="values of one scenario key; repeat for a grid")
@@ -477,8 +481,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help=COMMANDS["serve"][1], description=COMMANDS["serve"][1])
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=int, default=8080, help="port (default 8080)")
-    serve.add_argument("--api-key", help="accept this personal API key (default: generate one "
-                                         "and print it once)")
+    serve.add_argument("--api-key", help="accept this personal API key; it replaces the key "
+                                         "given at the previous start of the --state file "
+                                         "(default: $SIM_API_KEY, else generate one and print "
+                                         "it once)")
+    serve.add_argument("--api-key-file", metavar="PATH",
+                       help="read the key from this file (one line): not in the process list")
     serve.add_argument("--scenario", help="start with this scenario's fleet and run its workload")
     serve.add_argument("--clock", choices=("manual", "realtime"), default="manual",
                        help="manual: time moves by POST /_sim/advance; realtime: it runs "
@@ -502,6 +510,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--body-timeout", type=float, default=10.0, metavar="SECONDS",
                        help="a request body must arrive whole within this time, else 408 "
                             "(default 10)")
+    serve.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
+                       help="a request head must arrive whole within this time, else 408 and "
+                            "the connection is closed (default 10)")
+    serve.add_argument("--max-connections", type=int, metavar="N",
+                       help="connections held at once; one more gets 503 (default: the "
+                            "descriptor limit less 64)")
+    serve.add_argument("--snapshot-every", type=int, default=500, metavar="ROWS",
+                       help="--state: journal rows between snapshots; a restart after a crash "
+                            "replays at most this many (default 500)")
     keys = sub.add_parser("keys", help=COMMANDS["keys"][1], description=COMMANDS["keys"][1])
     keys.add_argument("action", choices=("list", "revoke"), help="list, or revoke one key")
     keys.add_argument("key_id", nargs="?", type=int, help="revoke: the id of the key (see list)")

@@ -22,6 +22,7 @@ from typing import Any
 
 from sim.metrics.io import read_run
 from sim.metrics.summary import format_duration, format_value, summary_sections
+from sim.metrics.templates import template_cells
 from sim.scenario.schema import ComputeSpec, ProjectSpec, Scenario
 
 REPORT_FILE = "report.html"
@@ -34,6 +35,9 @@ CHARTS: list[tuple[str, str, str]] = [
      "The dashed line is the most computes on at any one instant."),
     ("cost_by_project.png", "Where the CU-hours go",
      "CU-hours of the projects that used the most, each labelled with its cost."),
+    ("cost_by_template.png", "Cost by template",
+     "CU-hours of each template of the scenario, labelled with its cost, its share of the "
+     "fleet's and its cost per project."),
     ("cold_starts.png", "Cold-start wait",
      "How long a connection waited for a suspended compute to start, as a cumulative share; "
      "p50 and p99 are marked."),
@@ -173,6 +177,17 @@ def key_cards(s: dict[str, Any]) -> str:
     return '<section class="cards">' + "".join(cards) + "</section>"
 
 
+def templates_section(s: dict[str, Any]) -> list[str]:
+    """The per-template figures: one column per template (none for an older summary)."""
+    names, rows = template_cells(s)
+    if not names:
+        return []
+    return ['<h2 id="templates">Per template</h2>',
+            '<p class="muted">Each template\'s projects and computes on their own; '
+            "the counts add up to the fleet's in the summary below.</p>",
+            _table(["", *names], [[label, *cells] for label, cells in rows], "templates")]
+
+
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
@@ -236,7 +251,8 @@ def render_report(summary: dict[str, Any], run: dict[str, Any],
         f"<h1>{_e(name)}</h1><p class=\"meta\">{_e(' · '.join(meta))}</p>",
         f'<p class="fleet">{_e(fleet_line(scenario))}</p>' if scenario is not None else "",
         '<nav><a href="#figures">Key figures</a><a href="#fleet">Fleet</a>'
-        '<a href="#charts">Charts</a><a href="#summary">Summary</a>'
+        '<a href="#templates">Per template</a><a href="#charts">Charts</a>'
+        '<a href="#summary">Summary</a>'
         '<a href="#assumptions">Assumptions</a></nav></header>',
         '<h2 id="figures">Key figures</h2>', key_cards(summary),
     ]
@@ -245,6 +261,7 @@ def render_report(summary: dict[str, Any], run: dict[str, Any],
                    "workload"]
         rows = [[r[h] for h in headers] for r in fleet_rows(scenario)]
         parts += ['<h2 id="fleet">Fleet</h2>', _table(headers, rows, "fleet")]
+    parts += templates_section(summary)
     parts.append('<h2 id="charts">Charts</h2>')
     for heading, caption, uri in charts:
         parts.append(f'<figure><figcaption><h3>{_e(heading)}</h3><p>{_e(caption)}</p>'
@@ -330,6 +347,10 @@ thead th{background:#eef1f5;font-size:13px;color:var(--muted);font-weight:600}
 tbody tr:last-child td,tbody tr:last-child th{border-bottom:none}
 table.fleet td:first-child{font-weight:600;white-space:nowrap}
 table.fleet td:nth-child(-n+5){white-space:nowrap}
+table.templates{width:auto;min-width:60%}
+table.templates td{text-align:right;white-space:nowrap;padding-left:28px}
+table.templates td:first-child{text-align:left;padding-left:12px}
+table.templates thead th:not(:first-child){text-align:right}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(360px,1fr));gap:18px}
 .block h3{margin:0 0 6px;color:var(--muted);text-transform:uppercase;font-size:12px;
 letter-spacing:.06em}

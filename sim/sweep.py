@@ -15,6 +15,12 @@ rule a value written in the file meets. Paths:
     projects.count                                      a list without [i]: every element
     computes.suspend_timeout_seconds                    short for projects.branches.computes...
     branches.computes.pooler_enabled                    short for projects.branches...
+    hobby.suspend_timeout_seconds                       every compute of template `hobby`
+
+A path `TEMPLATE.KEY` (or a bare `KEY`: every template) is the grammar of
+`sim recommend --space`, read by the same parser (`sim.scenario.template_settings`):
+KEY is suspend_timeout_seconds (timeout; never = -1), cu, autoscaling
+(MIN-MAX) or pooler_enabled (pooler).
 
 Replication r runs with seed `replication_seed(scenario seed, r)` at every
 point (common random numbers: differences between points are not drowned
@@ -53,6 +59,14 @@ from sim.main_guard import in_process_instead
 from sim.metrics import frames, summary
 from sim.scenario.loader import ScenarioError, parse_scenario
 from sim.scenario.schema import Scenario
+from sim.scenario.template_settings import (
+    TemplateSettingError,
+    knob_of,
+    parse_template_setting,
+    set_on_template,
+    shown_value,
+    template_target,
+)
 from sim.theory import t_quantile_two_sided
 
 #: the summary's figures kept per run, and their dtype in runs.parquet
@@ -105,11 +119,19 @@ class Setting:
 
 
 def parse_setting(text: str) -> Setting:
-    """`PATH=V1,V2,...` -> Setting; values are YAML-like scalars (60, 0.5, -1, null, true, 5m)."""
+    """`PATH=V1,V2,...` -> Setting; values are YAML-like scalars (60, 0.5, -1, null, true, 5m),
+    or for a template's knob (`TEMPLATE.KEY`) as `sim recommend --space` reads them."""
     path, sep, values = text.partition("=")
     path = path.strip()
     if not sep or not path:
         raise SweepError(f"--set {text}: write PATH=V1,V2,... (e.g. engine.pool_share=0.5,0.9)")
+    if _knob_path(path):
+        try:
+            parsed = parse_template_setting(text, None, "--set",
+                                            "hobby.suspend_timeout_seconds=300,3600")
+        except TemplateSettingError as err:
+            raise SweepError(str(err)) from None
+        return Setting(parsed.path, tuple(shown_value(parsed.knob, v) for v in parsed.values))
     parts = [v.strip() for v in values.split(",")]
     if not values.strip() or any(not p for p in parts):
         raise SweepError(f"--set {text}: an empty value")
@@ -132,8 +154,29 @@ def parse_value(text: str) -> Any:
 
 def as_settings(settings: Sequence[Setting | str] | Mapping[str, Sequence[Any]]) -> list[Setting]:
     if isinstance(settings, Mapping):
-        return [Setting(str(path), tuple(values)) for path, values in settings.items()]
+        return [parse_setting(f"{path}={','.join(_text(v) for v in values)}")
+                if _knob_path(str(path)) else Setting(str(path), tuple(values))
+                for path, values in settings.items()]
     return [s if isinstance(s, Setting) else parse_setting(s) for s in settings]
+
+
+# ---- TEMPLATE.KEY: a template's knob (sim.scenario.template_settings) -----------------------
+
+#: what a path into the scenario starts with (its sections, and the shorthands)
+_SECTIONS = frozenset(Scenario.model_fields) | frozenset(SHORTHANDS)
+
+
+def _knob_path(path: str) -> bool:
+    target = template_target(path, _SECTIONS)
+    return target is not None and knob_of(target[1]) is not None
+
+
+def _apply_knob(document: Mapping[str, Any], path: str, value: Any, template: str | None
+                ) -> dict[str, Any]:
+    try:
+        return set_on_template(document, path, template, _text(value), "--set")
+    except TemplateSettingError as err:
+        raise SweepError(str(err)) from None
 
 
 def split_path(path: str) -> list[tuple[str, int | None | str]]:
@@ -151,7 +194,11 @@ def split_path(path: str) -> list[tuple[str, int | None | str]]:
 
 
 def apply_override(document: Mapping[str, Any], path: str, value: Any) -> dict[str, Any]:
-    """A copy of the document with `value` at `path` (every match of a list without [i])."""
+    """A copy of the document with `value` at `path` (every match of a list without [i]);
+    a template's knob (`TEMPLATE.KEY`) on every compute of the template."""
+    target = template_target(path, _SECTIONS)
+    if target is not None:
+        return _apply_knob(document, path, value, target[0])
     doc = copy.deepcopy(dict(document))
     if _assign(doc, split_path(path), value, "", path) == 0:
         raise SweepError(f"--set {path}: matches nothing in this scenario")
@@ -229,6 +276,8 @@ def validated_points(source: Source, settings: Sequence[Setting]
 
 
 def _text(value: Any) -> str:
+    if isinstance(value, tuple) and len(value) == 2:  # a range of CU
+        return f"{value[0]:g}-{value[1]:g}"
     return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
@@ -243,6 +292,13 @@ def replication_seed(seed: int, replication: int) -> int:
 # ---- running ---------------------------------------------------------------------------------
 
 
+def template_figures(totals: Mapping[str, Any]) -> dict[str, Any]:
+    from sim.sweep_templates import TEMPLATE_FIGURES, TEMPLATES
+
+    return {TEMPLATES: [{key: t.get(key) for key in ("template", *TEMPLATE_FIGURES)}
+                        for t in totals["templates"]]}
+
+
 def run_point(document: dict[str, Any], base_dir: str | None, seed: int,
               topic: str | None = None, task: int = 0) -> dict[str, Any]:
     """Run one grid point with one seed and return its key figures (one dask task)."""
@@ -253,7 +309,9 @@ def run_point(document: dict[str, Any], base_dir: str | None, seed: int,
     # waited in the pooler's queue, then served or timed out: Erlang-C's P(wait)
     waited = totals["queued"] + totals["queue_timeouts"]
     totals["queued_share"] = waited / attempts if attempts else None
-    return {key: totals.get(key) for key in KEY_FIGURES}
+    figures = {key: totals.get(key) for key in KEY_FIGURES}
+    figures.update(template_figures(totals))
+    return figures
 
 
 @dataclass
@@ -263,6 +321,9 @@ class SweepResult:
     replications: int
     runs: pd.DataFrame
     points: pd.DataFrame
+    #: one row per run and template / per point and template (`template_runs_frame`)
+    template_runs: pd.DataFrame | None = None
+    template_points: pd.DataFrame | None = None
 
     @property
     def params(self) -> list[str]:
@@ -310,7 +371,11 @@ def run_sweep(
             figures = run_tasks(active, run_point, calls, progress)
     runs = runs_frame(chosen, [p for p, _, _ in points], jobs, figures)
     name = str(src.document.get("name", "scenario"))
-    return SweepResult(name, chosen, replications, runs, points_frame(runs, chosen))
+    from sim.sweep_templates import template_points_frame, template_runs_frame
+
+    by_template = template_runs_frame(chosen, [p for p, _, _ in points], jobs, figures)
+    return SweepResult(name, chosen, replications, runs, points_frame(runs, chosen),
+                       by_template, template_points_frame(by_template, chosen))
 
 
 # ---- tables ----------------------------------------------------------------------------------
@@ -407,11 +472,17 @@ def write_sweep(result: SweepResult, out_dir: str | Path) -> dict[str, Path]:
              "sweep": out / "sweep.json"}
     result.runs.to_parquet(paths["runs"], index=False)
     result.points.to_parquet(paths["points"], index=False)
+    if result.template_points is not None and result.template_runs is not None:
+        paths["template_runs"] = out / "template_runs.parquet"
+        paths["template_points"] = out / "template_points.parquet"
+        result.template_runs.to_parquet(paths["template_runs"], index=False)
+        result.template_points.to_parquet(paths["template_points"], index=False)
     meta = {"name": result.name, "replications": result.replications,
             "confidence": CONFIDENCE,
             "settings": [{"path": s.path, "values": list(s.values)} for s in result.settings]}
     paths["sweep"].write_text(json.dumps(meta, indent=2, default=str) + "\n", encoding="utf-8")
-    for path in draw_sweep_charts(result.points, result.settings, result.name, out):
+    for path in draw_sweep_charts(result.points, result.settings, result.name, out,
+                                  result.template_points):
         paths[path.stem] = path
     return paths
 
@@ -436,7 +507,20 @@ def _plus_minus(half: float, mean: float, kind: str) -> str:
 
 
 def points_table(result: SweepResult, width: int = 160) -> str:
-    """Per point: the swept values, then mean ±95% CI half-width of the key figures."""
+    """Per point: the swept values, then mean ±95% CI half-width of the key figures; then
+    the same per point and template."""
+    from sim.sweep_templates import TEMPLATE_TABLE
+
+    text = _figures_table(result.settings, result.points, _TABLE, width)
+    if result.template_points is not None and len(result.template_points):
+        text += "\n" + _figures_table(result.settings, result.template_points,
+                                      TEMPLATE_TABLE, width, by_template=True)
+    return text
+
+
+def _figures_table(settings: Sequence[Setting], points: pd.DataFrame,
+                   columns: Sequence[tuple[str, str, str]], width: int,
+                   by_template: bool = False) -> str:
     import io
 
     from rich import box
@@ -447,15 +531,25 @@ def points_table(result: SweepResult, width: int = 160) -> str:
     from sim.metrics.sweep_charts import value_text
 
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for s in result.settings:
+    for s in settings:
         table.add_column(s.name, no_wrap=True)
+    if by_template:
+        table.add_column("template", no_wrap=True)
     table.add_column("runs", justify="right")
-    for heading, _, _ in _TABLE:
+    for heading, _, _ in columns:
         table.add_column(heading, justify="right", no_wrap=True)
-    for row in result.points.to_dict("records"):
-        cells = [value_text(s, row[s.path]) for s in result.settings]
+    previous = None
+    for row in points.to_dict("records"):
+        cells = [value_text(s, row[s.path]) for s in settings]
+        if by_template:  # the swept values once per point, its templates below them
+            if row["point"] == previous:
+                cells = [""] * len(cells)
+            elif previous is not None:
+                table.add_section()
+            previous = row["point"]
+            cells.append(str(row["template"]))
         cells.append(str(row["replications"]))
-        for _, key, kind in _TABLE:
+        for _, key, kind in columns:
             mean, high = row[f"{key}_mean"], row[f"{key}_ci_high"]
             text = format_value(None if math.isnan(mean) else mean, kind)
             if not math.isnan(high):

@@ -24,7 +24,8 @@ from sim.api.errors import ERRORS, error_docs
 from sim.api.keys import ApiKey, KeyKind, KeyRecord
 from sim.api.routing import sim_router
 from sim.api.schemas import Body
-from sim.rules.errors import forbidden, not_found
+from sim.api.start_key import START_KEY_NAME
+from sim.rules.errors import forbidden, invalid, not_found
 
 router = sim_router(prefix="/api/v2", tags=["api keys"], responses=ERRORS)
 MAX_KEY_NAME = 64  # as the real API
@@ -91,6 +92,9 @@ def list_api_keys(server: Server, key: Key):
 def create_api_key(body: ApiKeyCreateRequest, server: Server, key: Key):
     """A new personal API key; `key` is its secret, returned this once."""
     _manager(key)
+    if body.key_name == START_KEY_NAME:  # the name marks the key a next start replaces
+        raise invalid("key_name", f"{START_KEY_NAME!r} is the name of the key given when "
+                                  f"sim serve starts; choose another")
     record, secret = server.create_api_key(body.key_name)
     return {"id": record.id, "key": secret, "name": record.name,
             "created_at": _created_at(record, server), "created_by": record.user_id}

@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sim.api.limits import allowed_methods
 from sim.api.schemas import ErrorBody
-from sim.rules.errors import ApiError
+from sim.rules.errors import SHOWN_CHARS, ApiError, shown
 
 if TYPE_CHECKING:
     from sim.api.server import SimServer
@@ -32,6 +32,7 @@ _CODES = {400: "INVALID_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "N
           405: "METHOD_NOT_ALLOWED", 408: "REQUEST_TIMEOUT", 409: "CONFLICT", 415: "UNSUPPORTED_MEDIA_TYPE",
           422: "UNSUPPORTED_STATE", 423: "LOCKED", 429: "RATE_LIMITED",
           503: "SERVICE_UNAVAILABLE"}
+MAX_MESSAGE = 1_000  # characters of an error message, whatever it quotes
 _MEANINGS = {
     400: "malformed JSON or an invalid value (the message names the field)",
     401: "missing or invalid API key",
@@ -83,8 +84,9 @@ def request_id(request: Request) -> str | None:
 
 def error_response(request: Request, status: int, code: str, message: str,
                    headers: dict[str, str] | None = None) -> JSONResponse:
-    # a message may quote what the client sent; a lone surrogate in it cannot be UTF-8
-    message = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    # a message may quote what the client sent; a lone surrogate in it cannot be UTF-8, and
+    # however much was sent, a message quotes a bounded part of it
+    message = shown(message.encode("utf-8", "backslashreplace").decode("utf-8"), MAX_MESSAGE)
     body = {"code": code, "message": message, "request_id": request_id(request)}
     return JSONResponse(body, status_code=status, headers=headers)
 
@@ -143,13 +145,14 @@ def install(app: FastAPI, server: SimServer) -> None:
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         status = exc.status_code
         headers = dict(exc.headers) if exc.headers else None
+        path = shown(request.url.path, 2 * SHOWN_CHARS)
         if status == 404:
-            message = f"no route {request.method} {request.url.path}"
+            message = f"no route {request.method} {path}"
         elif status == 405:
             # the router names the methods of one route; a path may be served by several
             allow = allowed_methods(request.scope)
             headers = {**(headers or {}), "Allow": ", ".join(allow)}
-            message = (f"method {request.method} is not allowed on {request.url.path} "
+            message = (f"method {request.method} is not allowed on {path} "
                        f"(allowed: {', '.join(allow)})")
         else:
             message = str(exc.detail)

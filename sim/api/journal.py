@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sim.api.keys import ApiKey, KeyKind, KeyRecord, secret_sha256
-from sim.api.limits import read_body, replay_body
+from sim.api.limits import ClientGone, read_body, replay_body
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -148,7 +148,10 @@ class JournalMiddleware:
         if scope["type"] != "http" or server.journal is None or scope["method"] in READS:
             await self.app(scope, receive, send)
             return
-        body = await read_body(receive, None) or b""
+        try:
+            body = await read_body(receive, None) or b""
+        except ClientGone:
+            return  # nothing to apply, no one to answer
         authorization = bearer = None
         for name, value in scope.get("headers", ()):
             if name.lower() == b"authorization":

@@ -196,6 +196,8 @@ class LimitsMiddleware:
             except TimeoutError:
                 await _timed_out(scope, receive, send, server.body_timeout_s or 0.0)
                 return
+            except ClientGone:
+                return
             if body is None:
                 await _too_large(scope, receive, send, cap or 0)
                 return
@@ -287,10 +289,16 @@ def _content_length(scope: Scope) -> int | None:
         return None  # the HTTP server refuses a malformed one before we see it
 
 
+class ClientGone(Exception):
+    """The connection ended (the client left, or the server answered it while stopping)
+    before the body arrived whole: there is nothing to apply and no one to answer."""
+
+
 async def read_body(receive: Receive, cap: int | None,
                     timeout: float | None = None) -> bytes | None:
     """The whole request body, or None as soon as it passes `cap` bytes (the rest unread).
-    TimeoutError when it has not arrived whole within `timeout` seconds."""
+    TimeoutError when it has not arrived whole within `timeout` seconds; ClientGone when
+    the connection ended first (a truncated body is never handed on as a whole one)."""
     if timeout is None:
         return await _read_body(receive, cap)
     with anyio.fail_after(timeout):
@@ -303,7 +311,7 @@ async def _read_body(receive: Receive, cap: int | None) -> bytes | None:
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            break  # the client went away; the app will see the same
+            raise ClientGone
         chunk = message.get("body", b"")
         size += len(chunk)
         if cap is not None and size > cap:

@@ -283,8 +283,12 @@ def open_server(
         server.configure(clock=clock, speed=speed, rate_limit=rate_limit,
                          max_body_bytes=max_body_bytes)
         server.snapshot_every = snapshot_every
+        # the rows a start after a crash would replay now: counted from the snapshot as the
+        # file holds it, not from 0, or repeated crashes would replay ever more of them
+        journal.since_snapshot = restored.entries
         journal.start(server.cp.now)
         server.attach_journal(journal)
+        server.snapshot_if_due()  # now, rather than in the first request's time
     except BaseException:
         journal.close()
         raise

@@ -24,6 +24,7 @@ from sim.engine.first_instant import counted_span
 from sim.engine.kernel import timeout_at
 from sim.engine.model import Compute, Operation
 from sim.engine.operation_rows import OperationColumns
+from sim.engine.records import template_of
 from sim.engine.runtime import SessionArrays
 from sim.rules.connections import POOLER_MAX_CLIENTS
 from sim.rules.operations import Action
@@ -417,12 +418,14 @@ def _apply_rows(cp: ControlPlane, adv: Advanced, engine_next: bool) -> bool:
     s.peak_connections = int(i[k.PEAK])
     s.active_s, s.cu_s, s.queue_wait_s = float(f[k.ACTIVE_S]), float(f[k.CU_S]), float(f[k.QUEUE_WAIT_S])
     adv.open_records = _connections(cp, adv, engine_next)
+    _queue_waits(cp, adv)
     n_iv, n_wake = int(i[k.N_IV]), int(i[k.N_WAKE])
     if not cp.config.record_events:
         on = out["iv_state"][:n_iv] != k.IDLE
         t0 = cp.config.count_from_s
         start, end, counted = counted_span(out["iv_start"][:n_iv][on], out["iv_end"][:n_iv][on], t0)
-        cp.recorder.add_minutes(start, end, out["iv_cu"][:n_iv][on][counted], cp.now - t0)
+        cp.recorder.add_minutes(start, end, out["iv_cu"][:n_iv][on][counted], cp.now - t0,
+                                template=template_of(cp.projects[c.project_id].key))
         _tally(cp, adv, start, end)
         if n_wake:
             waits = cp.recorder.wake_waits
@@ -452,6 +455,20 @@ def _tally(cp: ControlPlane, adv: Advanced, start: np.ndarray, end: np.ndarray) 
         rec.tally(c.project_id).add_codes(
             out["op_action"][:n_ops], _ACTION_NAMES, out["op_status"][:n_ops], _STATUS_NAMES,
             out["op_failures"][:n_ops], out["op_created"][:n_ops], cp.config.count_from_s)
+
+
+def _queue_waits(cp: ControlPlane, adv: Advanced) -> None:
+    """The queue waits of a pooled compute's connections, from all its records (kept
+    whatever the connection rows keep)."""
+    out = adv.out
+    if not adv.compute.pooler_enabled:  # as the kernel ran it: a change goes by the engine
+        return
+    n = int(out["i"][k.N_REC])
+    # a client of the warm-up is in no figure
+    counted = adv.sessions.arrival_s[out["rec_idx"][:n]] >= cp.config.count_from_s
+    cp.recorder.add_queue_waits(adv.compute.id, out["rec_wait"][:n][counted],
+                                out["rec_outcome"][:n][counted], out["rec_cold"][:n][counted],
+                                k.OK, k.QUEUE_TIMEOUT, cp.config.pool_queue_timeout_s)
 
 
 def _connections(cp: ControlPlane, adv: Advanced, engine_next: bool) -> list[int]:

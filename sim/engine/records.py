@@ -70,6 +70,14 @@ class Recorder:
     #: when its computes were on (`sim.engine.tallies`)
     operation_tallies: dict[str, OperationTally] = field(default_factory=dict)
     on_spans: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
+    #: per template (`template_of`), per minute: nanoseconds on, as `on_ns` for the fleet
+    template_on_ns: dict[str, np.ndarray] = field(default_factory=dict)
+    #: per compute: its connections' waits in the pooler's queue (`QueueWaits`), kept
+    #: whatever the connection rows keep
+    queue_waits: dict[str, QueueWaits] = field(default_factory=dict)
+    #: per compute: (wait, outcome) of the engine's records of warm connections to a pooled
+    #: compute, folded into `queue_waits` at the end (`fold_queue_waits`)
+    engine_queue: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
     #: project id -> the kernel's operations as blocks of rows, in creation order
     #: (operation_rows)
     operation_rows: dict[str, list[RowBlock[OperationRow]]] = field(default_factory=dict)
@@ -78,6 +86,8 @@ class Recorder:
     #: each fold costs a pass over every minute of the run)
     pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     pending_rows: int = 0
+    template_pending: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(
+        default_factory=dict)
 
     def add_connection_block(self, block: ColumnBlock) -> None:
         if len(block):
@@ -108,9 +118,14 @@ class Recorder:
             self.on_spans.setdefault(project_id, []).append(joined_spans(start, end))
 
     def add_minutes(self, start: np.ndarray, end: np.ndarray, cu: np.ndarray,
-                    duration_s: float, batch: int = 500_000) -> None:
+                    duration_s: float, batch: int = 500_000,
+                    template: str | np.ndarray | None = None) -> None:
+        """On-spans of computes; `template`: the template they belong to (`template_of`),
+        one for all or one per span, so that each template has its own minutes too."""
         self.pending.append((start, end, cu))
         self.pending_rows += len(start)
+        if template is not None:
+            self._add_template_spans(start, end, template)
         if self.pending_rows >= batch:
             self.fold_minutes(duration_s)
 
@@ -124,6 +139,87 @@ class Recorder:
         else:
             self.on_ns += on
             self.quarter_ns += quarters
+        self._fold_templates(duration_s)
+
+    def _add_template_spans(self, start: np.ndarray, end: np.ndarray,
+                            template: str | np.ndarray) -> None:
+        if isinstance(template, str):
+            self.template_pending.setdefault(template, []).append((start, end))
+            return
+        for name in dict.fromkeys(template.tolist()):
+            mine = template == name
+            self.template_pending.setdefault(name, []).append((start[mine], end[mine]))
+
+    def _fold_templates(self, duration_s: float) -> None:
+        for name, parts in self.template_pending.items():
+            start, end = (np.concatenate([p[i] for p in parts]) for i in range(2))
+            on, _ = per_minute_ns(start, end, np.ones(len(start)), duration_s)
+            self.template_on_ns[name] = self.template_on_ns.get(name, 0) + on
+        self.template_pending = {}
+
+    def fold_queue_waits(self, timeout_s: float) -> None:
+        """Fold the engine's records of queue waits into `queue_waits`."""
+        for compute_id, records in self.engine_queue.items():
+            wait, outcome = zip(*records, strict=True)
+            self.add_queue_waits(compute_id, np.array(wait, dtype=np.float64),
+                                 np.array(outcome, dtype=object), np.zeros(len(wait), bool),
+                                 Outcome.OK, Outcome.QUEUE_TIMEOUT, timeout_s)
+        self.engine_queue = {}
+
+    def add_queue_waits(self, compute_id: str, wait: np.ndarray, outcome: np.ndarray,
+                        cold: np.ndarray, ok: object, timed_out: object,
+                        timeout_s: float) -> None:
+        """Note the queue waits of a pooled compute's connections, from their records'
+        columns (`ok` and `timed_out`: the outcome values of a session and of a queue
+        timeout). See `queue_waits_of` for which connections count."""
+        waits = queue_waits_of(wait, outcome, cold, ok, timed_out, timeout_s)
+        if len(waits):
+            self.queue_waits.setdefault(compute_id, QueueWaits()).add(waits)
+
+
+def template_of(key: str) -> str:
+    """The template a project was made from, by its key: `shop[3]` -> `shop`. Projects
+    that scripted API calls created (keys `api-1`, ...) come from no template."""
+    name, bracket, _ = key.partition("[")
+    return name if bracket else NO_TEMPLATE
+
+
+#: the group of projects made from no template (not a template name: those have no spaces)
+NO_TEMPLATE = "(no template)"
+
+
+def queue_waits_of(wait: np.ndarray, outcome: np.ndarray, cold: np.ndarray, ok: object,
+                   timed_out: object, timeout_s: float) -> np.ndarray:
+    """The waits in the pooler's queue of connections to a pooled compute, from their
+    records: every connection that found the compute on (a cold one waits for the start as
+    well) and got a session (its wait: 0 when a server connection was free) or timed out
+    in the queue (it waited the whole timeout)."""
+    warm = ~np.asarray(cold, dtype=bool)
+    served = warm & (outcome == ok)
+    gave_up = warm & (outcome == timed_out)
+    return np.concatenate((np.asarray(wait, dtype=np.float64)[served],
+                           np.full(int(gave_up.sum()), float(timeout_s))))
+
+
+@dataclass
+class QueueWaits:
+    """One compute's queue waits: how many were 0, and the others (most are 0: kept apart,
+    a busy month has tens of millions)."""
+
+    zeros: int = 0
+    parts: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, waits: np.ndarray) -> None:
+        positive = waits[waits > 0]
+        self.zeros += len(waits) - len(positive)
+        if len(positive):
+            self.parts.append(positive)
+
+    def positive(self) -> np.ndarray:
+        return np.concatenate(self.parts) if self.parts else np.empty(0)
+
+    def joined(self, other: QueueWaits) -> QueueWaits:
+        return QueueWaits(self.zeros + other.zeros, [*self.parts, *other.parts])
 
 
 class ComputeRow(NamedTuple):
@@ -216,6 +312,10 @@ class RunResult:
     #: with events not recorded, per project id: start and end of every span in which one
     #: of its computes was on
     on_spans: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+    #: with events not recorded: per template, per minute, nanoseconds on
+    template_on_ns: dict[str, np.ndarray] | None = None
+    #: per pooled compute, its connections' queue waits (`Recorder.queue_waits`)
+    queue_waits: dict[str, QueueWaits] = field(default_factory=dict)
     #: human-readable assumptions in force (cold-start distribution, pool size, prices...)
     assumptions: dict[str, str] = field(default_factory=dict)
     #: computes by the road that computed them: "fleet path", or "engine: <why>"
@@ -251,12 +351,17 @@ def summarise_events(result: RunResult, rec: Recorder,
     result.operation_counts = summed_counts(
         [rows.rows(), *(rec.operation_tallies[p].rows() for p in result.projects
                         if p in rec.operation_tallies)])
+    templates = {pid: template_of(key) for pid, (key, _) in result.projects.items()}
     rec.add_minutes(intervals["start_s"][on],
                     np.minimum(intervals["end_s"][on], result.duration_s),
-                    intervals["cu"][on], result.duration_s)
+                    intervals["cu"][on], result.duration_s,
+                    template=np.array([templates.get(p, NO_TEMPLATE)
+                                       for p in intervals["project_id"][on].tolist()],
+                                      dtype=object))
     rec.fold_minutes(result.duration_s)
     assert rec.on_ns is not None and rec.quarter_ns is not None
     result.fleet_ns = (rec.on_ns, rec.quarter_ns)
+    result.template_on_ns = dict(rec.template_on_ns)
     waits: dict[str, list[float]] = {}
     wakes = result.wakes.columns()
     for compute_id, cause, wait_s in zip(wakes["compute_id"].tolist(), wakes["cause"].tolist(),

@@ -369,6 +369,9 @@ class ComputeRuntime:
 
     def _record(self, arrival: float, wait: float, d: float, outcome: str, cold: bool) -> bool:
         """Append a connection record (unless recording is off or the sample skips it)."""
+        # counted whatever the rows keep; a client of the warm-up is in no figure
+        if self.c.pooler_enabled and not cold and arrival >= self.config.count_from_s:
+            self.recorder.engine_queue.setdefault(self.c.id, []).append((wait, outcome))
         mode = self.record_mode
         if mode is ConnectionRecording.OFF:
             return False

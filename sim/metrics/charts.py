@@ -82,6 +82,7 @@ def _charts() -> list[tuple[str, Chart]]:
         ("fleet.png", fleet_chart),
         ("cold_starts.png", cold_starts_chart),
         ("cost_by_project.png", cost_by_project_chart),
+        ("cost_by_template.png", cost_by_template_chart),
         ("connections.png", connections_chart),
         ("operations.png", operations_chart),
     ]
@@ -252,6 +253,38 @@ def cost_by_project_chart(frames: dict[str, pd.DataFrame], summary: dict[str, An
         ax.annotate(label, (hours, yi), va="center", fontsize=9)
     ax.set_xlabel(f"CU-hours (cost at {price:g} per CU-hour on the labels)")
     ax.set_xlim(0, max(float(top["cu_hours"].max()) * 1.25, 1e-9))
+    ax.grid(True, axis="x", alpha=0.3)
+    return fig
+
+
+def cost_by_template_chart(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -> Figure:
+    """CU-hours of every template as bars, each labelled with its cost, its share of the
+    fleet's and the cost per project: a tier of many small projects shows as one bar."""
+    fig, axes = _figure()
+    ax = axes[0, 0]
+    price = float(summary.get("price_per_cu_hour") or 0.0)
+    rows = summary.get("templates") or []
+    ax.set_title(_title(summary, f"CU-hours and cost by template ({len(rows)} templates)"),
+                 fontsize=14)
+    if not rows:
+        _no_data(ax, "no templates")
+        return fig
+    rows = rows[::-1]  # the scenario's first template at the top
+    hours = np.array([float(r["cu_hours"]) for r in rows])
+    total = hours.sum()
+    y = np.arange(len(rows))
+    ax.barh(y, hours, height=0.6, color="#1f77b4")
+    ax.set_yticks(y, [f"{r['template']}\n{r['projects']:,} projects, {r['computes']:,} computes"
+                      for r in rows])
+    for yi, r in enumerate(rows):
+        cost = float(r["cost"])
+        share = f"{r['cu_hours'] / total:.0%}" if total else "–"
+        per_project = cost / r["projects"] if r["projects"] else None
+        label = (f" {format_number(r['cu_hours'])} CU-h · {cost:,.2f} ({share})"
+                 + (f" · {format_number(per_project)} per project" if per_project else ""))
+        ax.annotate(label, (float(r["cu_hours"]), yi), va="center", fontsize=10)
+    ax.set_xlabel(f"CU-hours (cost at {price:g} per CU-hour on the labels)")
+    ax.set_xlim(0, max(float(hours.max()) * 1.6, 1e-9))  # room for the labels
     ax.grid(True, axis="x", alpha=0.3)
     return fig
 

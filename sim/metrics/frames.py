@@ -18,10 +18,12 @@ import pandas as pd
 
 from sim.engine.minutes import MINUTE_S, per_minute_integrals, per_minute_ns, seconds_of
 from sim.engine.records import (
+    NO_TEMPLATE,
     ActionRecord,
     ComputeRow,
     ConnectionTable,
     RunResult,
+    template_of,
 )
 from sim.engine.row_table import RowTable
 from sim.engine.tallies import OperationTally
@@ -77,6 +79,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "wake_p50_s": F64,
         "wake_p99_s": F64,
         "wake_max_s": F64,
+        "template": STR,  # the template the project was made from (see sim.metrics.templates)
     },
     "intervals": {
         "compute_id": STR,
@@ -296,7 +299,15 @@ def computes_frame(
     stats = wake_stats(wakes) if result.wake_waits is None else waits_stats(result.wake_waits)
     for column in ("wake_p50_s", "wake_p99_s", "wake_max_s"):
         df[column] = df["compute_id"].map(stats[column]).astype(F64)
+    templates = project_templates(result)
+    df["template"] = pd.array([templates.get(p, NO_TEMPLATE) for p in df["project_id"]],
+                              dtype=STR)
     return df.astype(SCHEMAS["computes"])
+
+
+def project_templates(result: RunResult) -> dict[str, str]:
+    """Project id -> the template it was made from (`sim.engine.records.template_of`)."""
+    return {pid: template_of(key) for pid, (key, _) in result.projects.items()}
 
 
 def cold_start_waits(wakes: pd.DataFrame) -> pd.DataFrame:

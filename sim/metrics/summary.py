@@ -1,4 +1,5 @@
-"""Fleet totals of a run: one flat dict of plain numbers, and a table for humans.
+"""Fleet totals of a run: one dict of plain numbers (and, under `templates`, the same
+figures per template: `sim.metrics.templates`), and a table for humans.
 
 Counts of connections come from the per-compute totals (`computes`), which
 stay complete when the engine records only a sample of connections. The dict
@@ -32,7 +33,7 @@ from sim.rules.states import OperationStatus
 from sim.scenario.durations import readable_duration as format_duration
 
 #: computes-frame columns summed into the summary under the same (or a clearer) name
-_TOTALS = {
+TOTALS = {
     "sessions": "sessions",
     "refused": "refused",
     "refused_pooler_full": "refused_pooler_full",
@@ -68,15 +69,9 @@ def summary(frames: dict[str, pd.DataFrame], result: RunResult, *,
         "cu_hours": float(computes["cu_hours"].sum()),
         "cost": float(computes["cost"].sum()),
     }
-    for column, key in _TOTALS.items():
+    for column, key in TOTALS.items():
         out[key] = int(computes[column].sum())
-    # every connection a client tried: it began a session, was refused (for one of three
-    # causes), timed out in the pool queue or failed with 53100
-    attempts = int(sum(computes[column].sum() for column in ATTEMPT_OUTCOMES))
-    out["connection_attempts"] = attempts
-    out["refused_share"] = _ratio(out["refused"], attempts)
-    per_session = _ratio(out["cold_starts"], out["sessions"])
-    out["cold_starts_per_1000_sessions"] = None if per_session is None else 1000 * per_session
+    out.update(connection_rates(out))
     p50, p99, top = wake_figures(frames, result) if wakes is None else wakes
     out["wake_p50_s"], out["wake_p99_s"], out["wake_max_s"] = p50, p99, top
     out.update(_fleet_stats(frames["fleet"], frames["intervals"], result))
@@ -84,7 +79,26 @@ def summary(frames: dict[str, pd.DataFrame], result: RunResult, *,
     actions = frames["actions"]
     out["scripted_actions"] = int(len(actions))
     out["scripted_actions_failed"] = int((actions["status"] >= 400).sum())
+    out["templates"] = _templates(frames, result)
     return out
+
+
+def _templates(frames: dict[str, pd.DataFrame], result: RunResult) -> list[dict[str, Any]]:
+    from sim.metrics.templates import template_figures  # it builds on this module
+
+    return template_figures(frames, result)
+
+
+def connection_rates(counts: dict[str, Any]) -> dict[str, Any]:
+    """Attempts, the refused share and cold starts per 1,000 sessions from the counts
+    (`TOTALS`) of the fleet or of one template."""
+    # every connection a client tried: it began a session, was refused (for one of three
+    # causes), timed out in the pool queue or failed with 53100
+    attempts = int(sum(counts[TOTALS[column]] for column in ATTEMPT_OUTCOMES))
+    per_session = _ratio(counts["cold_starts"], counts["sessions"])
+    return {"connection_attempts": attempts,
+            "refused_share": _ratio(counts["refused"], attempts),
+            "cold_starts_per_1000_sessions": None if per_session is None else 1000 * per_session}
 
 
 def wake_figures(frames: dict[str, pd.DataFrame] | None, result: RunResult) -> WakeFigures:
@@ -299,7 +313,14 @@ def summary_table(summary: dict[str, Any], width: int = 72) -> str:
     )
     console.print(table)
     lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
-    return "\n".join(lines).strip("\n") + "\n"
+    return "\n".join(lines).strip("\n") + "\n" + _templates_table(summary, width)
+
+
+def _templates_table(summary: dict[str, Any], width: int) -> str:
+    from sim.metrics.templates import template_table  # it builds on this module
+
+    text = template_table(summary, width)
+    return "\n" + text if text else ""
 
 
 def format_value(value: Any, kind: str = "num") -> str:

@@ -20,11 +20,16 @@ from sim.metrics.charts import _figure, _no_data, save
 
 
 def draw_sweep_charts(points: pd.DataFrame, settings: Sequence[Any], name: str,
-                      out_dir: str | Path) -> list[Path]:
-    """cost_vs_cold_starts.png always; sizing.png when a size (cu, max_cu, min_cu) is swept."""
+                      out_dir: str | Path, template_points: pd.DataFrame | None = None
+                      ) -> list[Path]:
+    """cost_vs_cold_starts.png always; cost_vs_cold_starts_by_template.png with the
+    per-template points; sizing.png when a size (cu, max_cu, min_cu) is swept."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = [save(cost_cold_starts_chart(points, settings, name), out / "cost_vs_cold_starts.png")]
+    if template_points is not None and len(template_points):
+        paths.append(save(template_cost_cold_starts_chart(template_points, settings, name),
+                          out / "cost_vs_cold_starts_by_template.png"))
     if any(s.is_size for s in settings):
         paths.append(save(sizing_chart(points, settings, name), out / "sizing.png"))
     return paths
@@ -84,28 +89,60 @@ def cost_cold_starts_chart(points: pd.DataFrame, settings: Sequence[Any], name: 
     primary = settings[0]
     ax.set_title(f"Cost against cold starts — {name}: {primary.name} swept "
                  f"({_runs_note(points)})", fontsize=14)
+    _cost_cold_starts_panel(ax, points, settings)
+    return fig
+
+
+def template_cost_cold_starts_chart(points: pd.DataFrame, settings: Sequence[Any],
+                                    name: str) -> Figure:
+    """`cost_cold_starts_chart` for each template on its own panel (its own scales: a tier
+    of hobby projects and one of busy ones differ by orders of magnitude)."""
+    templates = list(dict.fromkeys(points["template"].tolist()))
+    ncols = min(len(templates), 3)
+    nrows = -(-len(templates) // ncols)
+    fig, axes = _figure(nrows, ncols)
+    fig.set_size_inches(12.0, max(6.0, 4.5 * nrows))
+    primary = settings[0]
+    fig.suptitle(f"Cost against cold starts per template — {name}: {primary.name} swept "
+                 f"({_runs_note(points)})", fontsize=14)
+    for n, template in enumerate(templates):
+        ax = axes[n // ncols, n % ncols]
+        ax.set_title(template, fontsize=13)
+        mine = points[points["template"] == template].reset_index(drop=True)
+        _cost_cold_starts_panel(ax, mine, settings, compact=True)
+    for n in range(len(templates), nrows * ncols):
+        axes[n // ncols, n % ncols].set_visible(False)
+    return fig
+
+
+def _cost_cold_starts_panel(ax: Any, points: pd.DataFrame, settings: Sequence[Any],
+                            compact: bool = False) -> None:
+    primary = settings[0]
     if points.empty or points["cold_starts_per_1000_sessions_mean"].isna().all():
         _no_data(ax, "no sessions: nothing to compare")
-        return fig
+        return
     colors = colormaps["tab10"]
     for n, (series_label, df) in enumerate(_series(points, settings, primary)):
         x, xerr = _errors(df, "cold_starts_per_1000_sessions")
         y, yerr = _errors(df, "cost")
         ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o-", color=colors(n % 10), lw=1.2,
                     ms=7, capsize=4, label=series_label or None)
+        at: dict[tuple[float, float], list[str]] = {}  # one label for points that coincide
         for xi, yi, v in zip(x, y, df[primary.path], strict=True):
             if np.isfinite(xi) and np.isfinite(yi):
-                ax.annotate(value_text(primary, v), (xi, yi), xytext=(8, 6),
-                            textcoords="offset points", fontsize=10, color=colors(n % 10))
-    ax.set_xlabel("cold starts per 1,000 sessions (lower: fewer users wait for a wake-up)")
-    ax.set_ylabel("cost of the run (price × CU-hours)")
+                at.setdefault((float(xi), float(yi)), []).append(value_text(primary, v))
+        for (xi, yi), texts in at.items():
+            ax.annotate(", ".join(texts), (xi, yi), xytext=(8, 6),
+                        textcoords="offset points", fontsize=10, color=colors(n % 10))
+    ax.set_xlabel("cold starts per 1,000 sessions" if compact else
+                  "cold starts per 1,000 sessions (lower: fewer users wait for a wake-up)")
+    ax.set_ylabel("cost (price × CU-hours)" if compact else "cost of the run (price × CU-hours)")
     ax.margins(x=0.08, y=0.12)
     ax.set_xlim(left=-0.02 * ax.get_xlim()[1])  # room for a point at 0 (never suspend)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     if len(settings) > 1:
-        ax.legend(loc="best", fontsize=10)
-    return fig
+        ax.legend(loc="best", fontsize=8 if compact else 10)
 
 
 def sizing_chart(points: pd.DataFrame, settings: Sequence[Any], name: str) -> Figure:

@@ -34,11 +34,6 @@ FIGURES = ("cost", "cu_hours", "sessions", "cold_starts", "cold_starts_per_1000"
            "wake_p99_s", "refused_share", "queue_wait_p99_s")
 
 
-def template_of(project_name: str) -> str:
-    """`shop-12` -> `shop`: scenario projects are named after their template and index."""
-    return project_name.rsplit("-", 1)[0]
-
-
 def run_slate(document: dict[str, Any], base_dir: str | None, seed: int,
               topic: str | None = None, task: int = 0) -> dict[str, dict[str, float | None]]:
     """Run the scenario document with one seed; per template, its figures."""
@@ -50,7 +45,6 @@ def run_slate(document: dict[str, Any], base_dir: str | None, seed: int,
     pooled_waits = _pooled_waits(result, set(computes.loc[computes["pooler_enabled"],
                                                           "compute_id"]), timeout)
     out: dict[str, dict[str, float | None]] = {}
-    computes = computes.assign(template=computes["project_name"].map(template_of))
     for name, group in computes.groupby("template", sort=True):
         sessions = int(group["sessions"].sum())
         attempts = _attempts(group)

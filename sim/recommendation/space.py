@@ -36,14 +36,16 @@ from sim.rules.timeouts import (
     DEFAULT_SUSPEND_TIMEOUT_S,
     NEVER,
     effective_suspend_timeout,
-    validate_suspend_timeout,
 )
 from sim.scenario.schema import ComputeSpec, ProjectSpec, Scenario
+from sim.scenario.template_settings import (
+    TemplateSetting,
+    TemplateSettingError,
+    parse_template_setting,
+)
 
 DEFAULT_TIMEOUTS: tuple[int, ...] = (60, 120, 300, 600, 900, 1800, 3600, 14_400, NEVER)
 DEFAULT_MINIMUMS: tuple[float, ...] = (0.25, 0.5, 1.0)
-KNOBS = ("suspend_timeout_seconds", "cu", "autoscaling", "pooler_enabled")
-_ALIASES = {"timeout": "suspend_timeout_seconds", "pooler": "pooler_enabled"}
 
 
 @dataclass(frozen=True, order=True)
@@ -145,64 +147,17 @@ def default_knobs(template: ProjectSpec, plan: Plan) -> Knobs:
 
 # ---- --space [TEMPLATE.]KEY=V1,V2 -----------------------------------------------------------
 
-
-@dataclass(frozen=True)
-class SpaceOverride:
-    template: str | None  # None: every template
-    knob: str
-    values: tuple[Any, ...]
+#: one knob's values for one template (None: every template); the grammar is `sim sweep
+#: --set`'s too (sim.scenario.template_settings)
+SpaceOverride = TemplateSetting
 
 
 def parse_space(text: str, templates: Sequence[str]) -> SpaceOverride:
     """`[TEMPLATE.]KEY=V1,V2,...` -> SpaceOverride; raises RecommendError naming the value."""
-    path, sep, raw = text.partition("=")
-    path = path.strip()
-    if not sep or not path or not raw.strip():
-        raise RecommendError(f"--space {text}: write [TEMPLATE.]KEY=V1,V2,... "
-                             f"(e.g. suspend_timeout_seconds=60,300,never)")
-    template, _, knob = path.rpartition(".")
-    knob = _ALIASES.get(knob, knob)
-    if knob not in KNOBS:
-        raise RecommendError(f"--space {text}: unknown setting {knob!r} "
-                             f"(one of {', '.join(KNOBS)})")
-    if template and template not in templates:
-        raise RecommendError(f"--space {text}: no template named {template!r} "
-                             f"(templates: {', '.join(templates)})")
-    parts = [p.strip() for p in raw.split(",")]
-    if any(not p for p in parts):
-        raise RecommendError(f"--space {text}: an empty value")
-    values = tuple(_value(knob, p, text) for p in parts)
-    return SpaceOverride(template or None, knob, values)
-
-
-def _value(knob: str, text: str, whole: str) -> Any:
-    where = f"--space {whole}: {text!r}"
-    if knob == "pooler_enabled":
-        if text not in ("true", "false", "on", "off"):
-            raise RecommendError(f"{where} is not true or false")
-        return text in ("true", "on")
-    if knob == "suspend_timeout_seconds":
-        if text == "never":
-            return NEVER
-        try:
-            value = int(text)
-        except ValueError:
-            raise RecommendError(f"{where} is not a whole number of seconds or never") from None
-        try:
-            validate_suspend_timeout(value)
-        except ApiError as err:
-            raise RecommendError(f"--space {whole}: {err.message}") from None
-        return value
     try:
-        if knob == "cu":
-            return (float(text), float(text))
-        lo, dash, hi = text.partition("-")
-        if not dash:
-            raise ValueError
-        return (float(lo), float(hi))
-    except ValueError:
-        shape = "a size in CU" if knob == "cu" else "a range MIN-MAX in CU (e.g. 0.25-4)"
-        raise RecommendError(f"{where} is not {shape}") from None
+        return parse_template_setting(text, templates, "--space")
+    except TemplateSettingError as err:
+        raise RecommendError(str(err)) from None
 
 
 def template_knobs(scenario: Scenario, overrides: Sequence[SpaceOverride]

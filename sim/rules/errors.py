@@ -39,8 +39,17 @@ def forbidden(reason: str) -> ApiError:
     return ApiError(403, "FORBIDDEN", reason)
 
 
+#: characters of a client's value a message quotes: a 100 KB id is not echoed back whole
+SHOWN_CHARS = 64
+
+
+def shown(value: str, limit: int = SHOWN_CHARS) -> str:
+    """`value` as a message quotes it: cut to `limit` characters, and "…" when cut."""
+    return value if len(value) <= limit else value[:limit] + "…"
+
+
 def not_found(kind: str, ident: str, field: str | None = None) -> ApiError:
-    return ApiError(404, "NOT_FOUND", f"{kind} {ident!r} not found", field)
+    return ApiError(404, "NOT_FOUND", f"{kind} {shown(ident)!r} not found", field)
 
 
 def conflict(field: str, reason: str) -> ApiError:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.engine.records import ConnectionTable, RunResult
+from sim.engine.records import ConnectionTable, QueueWaits, RunResult
 from sim.engine.row_table import RowTable
 from sim.engine.tallies import OperationCount, summed_counts
 from sim.scenario.schema import Scenario
@@ -158,6 +158,7 @@ def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
         wakes=merged("wakes", "at_s"), actions=actions, assumptions=dict(head.assumptions),
         fleet_ns=_summed_minutes(parts), wake_waits=_joined_waits(parts),
         operation_counts=_summed_operations(parts), on_spans=_joined_spans(parts),
+        template_on_ns=_summed_template_minutes(parts), queue_waits=_joined_queue_waits(parts),
         projects={pid: info for pid in sorted(ranks, key=ranks.__getitem__)
                   for r, _ in parts if (info := r.projects.get(pid)) is not None},
         roads=_summed_roads(parts), warm_up_s=head.warm_up_s,
@@ -197,6 +198,30 @@ def _joined_spans(parts: Sequence[tuple[RunResult, Sequence[str]]]
     joined: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for r, _ in parts:
         joined.update(r.on_spans or {})
+    return {k: joined[k] for k in sorted(joined)}
+
+
+def _summed_template_minutes(parts: Sequence[tuple[RunResult, Sequence[str]]]
+                             ) -> dict[str, np.ndarray] | None:
+    """Per template, the per-minute sums of a run that kept no event rows (integers)."""
+    sums = [r.template_on_ns for r, _ in parts if r.template_on_ns is not None]
+    if not sums:
+        return None
+    total: dict[str, np.ndarray] = {}
+    for part in sums:
+        for name, on in part.items():
+            total[name] = total[name] + on if name in total else on.copy()
+    return total
+
+
+def _joined_queue_waits(parts: Sequence[tuple[RunResult, Sequence[str]]]
+                        ) -> dict[str, QueueWaits]:
+    """Per compute, its queue waits (a compute ran in one part; its waits, in order)."""
+    joined: dict[str, QueueWaits] = {}
+    for r, _ in parts:
+        for compute_id, waits in r.queue_waits.items():
+            joined[compute_id] = joined[compute_id].joined(waits) if compute_id in joined \
+                else waits
     return {k: joined[k] for k in sorted(joined)}
 
 

@@ -135,7 +135,7 @@ def test_the_closing_line_reports_simulation_and_writing_separately(
     last = capsys.readouterr().out.rstrip("\n").splitlines()[-1]
     head, _, tail = last.partition("; results written in ")
     assert head.startswith(f"simulated {words} in ") and head.endswith(" s"), last
-    assert tail.endswith(f" s to {out}/ (5 charts, report.html)"), last
+    assert tail.endswith(f" s to {out}/ (6 charts, report.html)"), last
 
 
 def test_days_are_singular_only_for_one() -> None:

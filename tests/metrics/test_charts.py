@@ -13,7 +13,8 @@ from sim.rules.operations import Action
 
 from .helpers import compute_row, operation, run
 
-NAMES = ["fleet.png", "cold_starts.png", "cost_by_project.png", "connections.png", "operations.png"]
+NAMES = ["fleet.png", "cold_starts.png", "cost_by_project.png", "cost_by_template.png",
+         "connections.png", "operations.png"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 

@@ -30,7 +30,7 @@ def test_the_page_fetches_nothing(page: str) -> None:
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page, re.I)
     assert "@import" not in page and "url(" not in page
     sources = re.findall(r'<img [^>]*src="([^"]+)"', page)
-    assert len(sources) == len(CHARTS) == 5
+    assert len(sources) == len(CHARTS) == 6
     for src in sources:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"

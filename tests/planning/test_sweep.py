@@ -19,6 +19,7 @@ from sim.sweep import (
     grid,
     mean_ci,
     parse_setting,
+    points_table,
     replication_seed,
     run_sweep,
     write_sweep,
@@ -116,6 +117,80 @@ def test_unknown_key_in_set(tiny_file: Path, capsys) -> None:
     assert "engine.pool_shares: unknown key (did you mean 'pool_share'?)" in err
 
 
+# ---- TEMPLATE.KEY: the grammar of sim recommend --space --------------------------------------
+
+
+@pytest.mark.parametrize(("text", "path", "values"), [
+    ("a.suspend_timeout_seconds=300,3600,never", "a.suspend_timeout_seconds", (300, 3600, -1)),
+    ("a.timeout=60", "a.suspend_timeout_seconds", (60,)),
+    ("b.cu=0.5,1", "b.cu", (0.5, 1.0)),
+    ("b.autoscaling=0.25-4", "b.autoscaling", ("0.25-4",)),
+    ("a.pooler=on,false", "a.pooler_enabled", (True, False)),
+    ("timeout=120", "suspend_timeout_seconds", (120,)),  # every template
+])
+def test_template_paths_parse_as_recommend_space(text: str, path: str, values: tuple) -> None:
+    assert parse_setting(text) == Setting(path, values)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("a.timeout=abc", "--set a.timeout=abc: 'abc' is not a whole number of seconds or never"),
+    ("a.timeout=7", "--set a.timeout=7: suspend_timeout_seconds: must be"),
+    ("b.cu=big", "--set b.cu=big: 'big' is not a size in CU"),
+    ("b.autoscaling=1", "--set b.autoscaling=1: '1' is not a range MIN-MAX in CU (e.g. 0.25-4)"),
+    ("a.pooler=maybe", "--set a.pooler=maybe: 'maybe' is not true or false"),
+])
+def test_bad_template_values_are_one_line(text: str, message: str) -> None:
+    with pytest.raises(SweepError) as err:
+        parse_setting(text)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_template_path_sets_every_compute_of_that_template_only() -> None:
+    doc = apply_override(DOC, "a.suspend_timeout_seconds", 300)
+    assert [c.get("suspend_timeout_seconds") for c in computes(doc)] == [300, 300, 300, None]
+    doc = apply_override(DOC, "b.cu", 0.5)
+    assert computes(doc)[3] == {"type": "read_write", "size": {"cu": 0.5}}
+    doc = apply_override(DOC, "autoscaling", "0.5-4")  # every template
+    assert all(c["autoscaling"] == {"min_cu": 0.5, "max_cu": 4.0} for c in computes(doc))
+    assert computes(DOC)[0] == {"type": "read_write"}  # the original is untouched
+
+
+@pytest.mark.parametrize(("path", "message"), [
+    ("hobby.suspend_timeout_seconds",
+     "--set hobby.suspend_timeout_seconds: no template named 'hobby' (templates: a, b)"),
+    ("a.max_connections",
+     "--set a.max_connections: unknown setting 'max_connections' (one of "
+     "suspend_timeout_seconds, cu, autoscaling, pooler_enabled)"),
+])
+def test_bad_template_paths_name_the_template_or_the_key(path: str, message: str) -> None:
+    with pytest.raises(SweepError) as err:
+        apply_override(DOC, path, 1)
+    assert str(err.value) == message
+
+
+def test_set_and_space_give_the_same_message() -> None:
+    from sim.recommendation.space import parse_space
+    from sim.recommendation.targets import RecommendError
+
+    for text in ("a.foo=1", "a.timeout=abc", "b.cu=big"):
+        with pytest.raises(RecommendError) as space:
+            parse_space(text, ["a", "b"])
+        with pytest.raises(SweepError) as sweep:
+            apply_override(DOC, text.split("=")[0], text.split("=")[1]) if text == "a.foo=1" \
+                else parse_setting(text)
+        assert str(space.value).replace("--space ", "", 1).split(": ", 1)[1] == \
+            str(sweep.value).replace("--set ", "", 1).split(": ", 1)[1]
+
+
+def test_template_set_on_the_command_line(two_templates_file: Path, capsys) -> None:
+    assert main(["sweep", str(two_templates_file), "--set", "nope.timeout=60", "--quiet",
+                 "--workers", "0"]) == 2
+    err = capsys.readouterr().err
+    # named as the path reads in full (`timeout` is short for suspend_timeout_seconds)
+    assert err == "sim: error: --set nope.suspend_timeout_seconds: no template named 'nope' " \
+                  "(templates: hobby, busy)\n"
+
+
 # ---- seeds and confidence intervals ----------------------------------------------------------
 
 
@@ -169,6 +244,80 @@ def test_the_point_that_matches_the_file_is_sim_run(quickstart_run: Path) -> Non
     for key in ("cu_hours", "cost", "cold_starts", "sessions", "wake_p99_s"):
         assert row[key] == totals[key], key
     assert np.isnan(result.points["cost_ci_low"]).all()  # R = 1: no interval
+
+
+TWO_TEMPLATES = """\
+name: two-tiers
+seed: 4
+duration: 6h
+record_connections: "off"
+record_events: "all"
+projects:
+  - name: hobby
+    count: 6
+    branches:
+      - name: main
+        computes:
+          - type: read_write
+            workload:
+              arrivals: {kind: poisson, per_hour: 2}
+              session: {dist: exponential, mean_s: 60}
+  - name: busy
+    count: 2
+    branches:
+      - name: main
+        computes:
+          - type: read_write
+            size: {cu: 0.5}
+            pooler_enabled: true
+            workload:
+              arrivals: {kind: poisson, per_hour: 200}
+              session: {dist: exponential, mean_s: 20}
+"""
+
+
+@pytest.fixture(scope="module")
+def two_templates_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("scenarios") / "two.yaml"
+    path.write_text(TWO_TEMPLATES, encoding="utf-8")
+    return path
+
+
+def test_sweep_of_one_template_per_template_table(two_templates_file: Path,
+                                                  tmp_path: Path) -> None:
+    result = run_sweep(two_templates_file, ["hobby.suspend_timeout_seconds=60,3600"],
+                       replications=2, workers=0)
+    runs, points = result.template_runs, result.template_points
+    assert runs is not None and points is not None
+    assert list(points["template"]) == ["hobby", "busy", "hobby", "busy"]
+    assert list(points["hobby.suspend_timeout_seconds"]) == [60, 60, 3600, 3600]
+    assert points["replications"].tolist() == [2] * 4
+    hobby = points[points["template"] == "hobby"].set_index("hobby.suspend_timeout_seconds")
+    busy = points[points["template"] == "busy"].set_index("hobby.suspend_timeout_seconds")
+    # the hobby tier wakes less and costs more with the longer timeout ...
+    assert hobby.loc[3600, "cold_starts_per_1000_sessions_mean"] < \
+        hobby.loc[60, "cold_starts_per_1000_sessions_mean"]
+    assert hobby.loc[3600, "cost_mean"] > hobby.loc[60, "cost_mean"]
+    # ... and the busy tier, untouched, does what it did (projects never interact; only the
+    # warm-up, which the longest timer sets, moves the window it is counted over)
+    for figure in ("cost_mean", "sessions_mean", "mean_active_computes_mean"):
+        assert busy.loc[60, figure] == pytest.approx(busy.loc[3600, figure], rel=0.1), figure
+    # per run, the templates add up to the fleet's figures
+    for key in ("cost", "cold_starts", "sessions"):
+        summed = runs.groupby(["point", "replication"], sort=True)[key].sum().to_numpy()
+        fleet = result.runs.sort_values(["point", "replication"])[key].to_numpy()
+        assert summed == pytest.approx(fleet, rel=1e-12), key
+    text = points_table(result)
+    fleet_part, _, template_part = text.partition("template")
+    assert "cold starts/1k" in fleet_part
+    lines = [line.split() for line in template_part.splitlines()]
+    assert [line[0] if line[0] in ("hobby", "busy") else line[2] for line in lines
+            if "hobby" in line or "busy" in line] == ["hobby", "busy", "hobby", "busy"]
+    assert "queue p99" in template_part
+    paths = write_sweep(result, tmp_path)
+    assert pd.read_parquet(paths["template_points"]).equals(points)
+    assert pd.read_parquet(paths["template_runs"]).equals(runs)
+    assert paths["cost_vs_cold_starts_by_template"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_size_sweep_draws_the_sizing_chart(tiny_file: Path, tmp_path: Path) -> None:

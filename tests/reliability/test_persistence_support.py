@@ -33,15 +33,23 @@ def free_port() -> int:
 class Serve:
     """`sim serve --port P --api-key KEY *options` as a child process."""
 
-    def __init__(self, *options: str, log: Path, key: str = KEY, timeout: float = 60.0):
+    def __init__(self, *options: str, log: Path, key: str = KEY, timeout: float = 60.0,
+                 key_option: bool = True, env: dict[str, str] | None = None,
+                 max_files: int | None = None):
+        """`key_option` False: no `--api-key` (give the key in `env` or `options`);
+        `max_files`: the server's descriptor limit (ulimit -n)."""
         self.port = free_port()
         self.key = key
         self.log_path = log
         self.base = f"http://127.0.0.1:{self.port}"
         args = [sys.executable, "-m", "sim", "serve", "--port", str(self.port),
-                "--api-key", key, *options]
+                *(("--api-key", key) if key_option else ()), *options]
+        environ = {k: v for k, v in os.environ.items() if k != "SIM_API_KEY"}
         self.log = open(log, "ab")  # closed by kill() or stop()
-        self.proc = subprocess.Popen(args, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(args, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env={**environ, **(env or {})},
+                                     preexec_fn=None if max_files is None else
+                                     lambda: _limit_files(max_files))
         self._wait_ready(timeout)
 
     def _wait_ready(self, timeout: float) -> None:
@@ -79,6 +87,12 @@ class Serve:
                 self.proc.kill()
                 self.proc.wait(10)
         self.log.close()
+
+
+def _limit_files(n: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (n, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 
 
 def sim_call(client: httpx.Client, method: str, path: str, **kwargs: Any) -> httpx.Response:
