@@ -278,7 +278,8 @@ def render_report(summary: dict[str, Any], run: dict[str, Any],
               _table(["assumption", "value"],
                      [[k, readable_assumption(str(v))] for k, v in assumptions], "kv wide")]
     parts.append('<footer>Tables of this run sit beside this page as Parquet files '
-                 "(computes, intervals, operations, connections, wakes, actions, fleet); "
+                 "(computes, intervals, operations, connections, wakes, actions, "
+                 "operations per hour, cold-start CDF, fleet); "
                  "<code>sim plot DIR</code> redraws the charts and this page.</footer>")
     body = "\n".join(p for p in parts if p)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -411,9 +411,16 @@ def runs_frame(settings: Sequence[Setting], points: Sequence[Mapping[str, Any]],
     columns["replication"] = pd.Series([r for _, r, _ in jobs], dtype="int64")
     columns["seed"] = pd.Series([seed for _, _, seed in jobs], dtype="int64")
     for key, dtype in KEY_FIGURES.items():
-        values = [np.nan if f[key] is None else f[key] for f in figures]
-        columns[key] = pd.Series(values, dtype=dtype)
+        columns[key] = figure_column([f[key] for f in figures], dtype)
     return pd.DataFrame(columns)
+
+
+def figure_column(values: Sequence[Any], dtype: str) -> pd.Series:
+    """A key figure over the runs; a run without it (None: no data) leaves NaN, and a
+    count with a NaN among it becomes a float column rather than failing."""
+    if any(v is None for v in values):
+        return pd.Series([np.nan if v is None else v for v in values], dtype="float64")
+    return pd.Series(values, dtype=dtype)
 
 
 @functools.lru_cache(maxsize=256)

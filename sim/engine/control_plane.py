@@ -426,14 +426,15 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
             assumptions=dict(assumptions or {}),
         )
         result.projects = {p.id: (p.key, p.created_at) for p in projects.values()}
+        engine_ops = result.operations
         mine = {row.compute_id for row in rows}
         rec.fold_queue_waits(self.config.pool_queue_timeout_s)
         result.queue_waits = {cid: w for cid, w in rec.queue_waits.items() if cid in mine}
         if not self.config.record_events:  # no operation row is kept: none to crop
             result.operations = RowTable(OperationRow)
         from_first_instant(result, self.config.count_from_s)
-        if not self.config.record_events:
-            summarise_events(result, rec)
+        if not self.config.record_events:  # the engine's operations counted instead
+            summarise_events(result, rec, engine_ops, self.config.count_from_s)
         return result
 
     def any_on(self, project: Project) -> bool:

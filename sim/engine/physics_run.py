@@ -426,6 +426,7 @@ def _apply_rows(cp: ControlPlane, adv: Advanced, engine_next: bool) -> bool:
         start, end, counted = counted_span(out["iv_start"][:n_iv][on], out["iv_end"][:n_iv][on], t0)
         cp.recorder.add_minutes(start, end, out["iv_cu"][:n_iv][on][counted], cp.now - t0,
                                 template=template_of(cp.projects[c.project_id].key))
+        _tally(cp, adv, start, end)
         if n_wake:
             waits = cp.recorder.wake_waits
             new = out["wk_wait"][:n_wake][out["wk_at"][:n_wake] >= cp.config.count_from_s]
@@ -441,6 +442,19 @@ def _apply_rows(cp: ControlPlane, adv: Advanced, engine_next: bool) -> bool:
         compute_id=c.id, project_id=c.project_id, at_s=out["wk_at"][:n_wake].copy(),
         cause=_CAUSE_NAMES[out["wk_cause"][:n_wake]], wait_s=out["wk_wait"][:n_wake].copy()))
     return True
+
+
+def _tally(cp: ControlPlane, adv: Advanced, start: np.ndarray, end: np.ndarray) -> None:
+    """What the rows not built would have counted (`sim.engine.tallies`): the compute's
+    operations, and when it was on (`start`, `end`: from the first instant, as the rows)."""
+    c, out = adv.compute, adv.out
+    rec = cp.recorder
+    n_ops = int(out["i"][k.N_OPS])
+    rec.add_on_spans(c.project_id, start, end)
+    if n_ops:
+        rec.tally(c.project_id).add_codes(
+            out["op_action"][:n_ops], _ACTION_NAMES, out["op_status"][:n_ops], _STATUS_NAMES,
+            out["op_failures"][:n_ops], out["op_created"][:n_ops], cp.config.count_from_s)
 
 
 def _queue_waits(cp: ControlPlane, adv: Advanced) -> None:

@@ -19,6 +19,7 @@ from sim.engine.connection_table import ConnectionTable as ConnectionTable  # re
 from sim.engine.connection_table import Outcome as Outcome  # re-exported
 from sim.engine.minutes import per_minute_ns
 from sim.engine.row_table import RowBlock, RowTable, row_table
+from sim.engine.tallies import OperationCount, OperationTally, joined_spans, summed_counts
 
 
 class StateInterval(NamedTuple):
@@ -65,6 +66,10 @@ class Recorder:
     on_ns: np.ndarray | None = None  # per minute (see `per_minute_ns`)
     quarter_ns: np.ndarray | None = None
     wake_waits: dict[str, np.ndarray] = field(default_factory=dict)
+    #: when events are not recorded, per project id: the kernel's operations counted, and
+    #: when its computes were on (`sim.engine.tallies`)
+    operation_tallies: dict[str, OperationTally] = field(default_factory=dict)
+    on_spans: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
     #: per template (`template_of`), per minute: nanoseconds on, as `on_ns` for the fleet
     template_on_ns: dict[str, np.ndarray] = field(default_factory=dict)
     #: per compute: its connections' waits in the pooler's queue (`QueueWaits`), kept
@@ -99,6 +104,18 @@ class Recorder:
             done = before
         parts.append(self.connections[done:])
         return ConnectionTable(parts)
+
+    def tally(self, project_id: str) -> OperationTally:
+        """Where the project's operations are counted when none is built as a row."""
+        tally = self.operation_tallies.get(project_id)
+        if tally is None:
+            tally = self.operation_tallies[project_id] = OperationTally()
+        return tally
+
+    def add_on_spans(self, project_id: str, start: np.ndarray, end: np.ndarray) -> None:
+        """One compute's on-intervals (in time order), kept for the peak of computes on."""
+        if len(start):
+            self.on_spans.setdefault(project_id, []).append(joined_spans(start, end))
 
     def add_minutes(self, start: np.ndarray, end: np.ndarray, cu: np.ndarray,
                     duration_s: float, batch: int = 500_000,
@@ -289,6 +306,12 @@ class RunResult:
     fleet_ns: tuple[np.ndarray, np.ndarray] | None = None
     #: with events not recorded: each compute's cold-start waits (s)
     wake_waits: dict[str, np.ndarray] | None = None
+    #: with events not recorded: operations by hour created, action and status, with their
+    #: failed attempts (`sim.engine.tallies`)
+    operation_counts: list[OperationCount] | None = None
+    #: with events not recorded, per project id: start and end of every span in which one
+    #: of its computes was on
+    on_spans: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
     #: with events not recorded: per template, per minute, nanoseconds on
     template_on_ns: dict[str, np.ndarray] | None = None
     #: per pooled compute, its connections' queue waits (`Recorder.queue_waits`)
@@ -308,11 +331,26 @@ class RunResult:
             self.connections = ConnectionTable([list(self.connections)])
 
 
-def summarise_events(result: RunResult, rec: Recorder) -> None:
+def summarise_events(result: RunResult, rec: Recorder,
+                     engine_ops: RowTable[OperationRow] | None = None,
+                     count_from_s: float = 0.0) -> None:
     """Fold state intervals and wakes into the per-minute series and per-compute waits,
-    and drop the event rows (operations, intervals, wakes) from the result."""
+    count the operations and keep the on-spans (of the projects in `result.projects`),
+    and drop the event rows (operations, intervals, wakes) from the result.
+    `engine_ops`: the engine's operations, on its clock (from `count_from_s` counted);
+    by default those of the result."""
     intervals = result.intervals.columns()
     on = (intervals["state"] != "idle") & (intervals["end_s"] > intervals["start_s"])
+    result.on_spans = _spans_by_project(result, rec, intervals, on)
+    rows = OperationTally()  # the engine's, built as rows
+    if engine_ops is None:
+        engine_ops, count_from_s = result.operations, 0.0
+    ops = engine_ops.columns()
+    rows.add(ops["action"], ops["status"], ops["failures_count"], ops["created_s"],
+             count_from_s)
+    result.operation_counts = summed_counts(
+        [rows.rows(), *(rec.operation_tallies[p].rows() for p in result.projects
+                        if p in rec.operation_tallies)])
     templates = {pid: template_of(key) for pid, (key, _) in result.projects.items()}
     rec.add_minutes(intervals["start_s"][on],
                     np.minimum(intervals["end_s"][on], result.duration_s),
@@ -337,3 +375,23 @@ def summarise_events(result: RunResult, rec: Recorder) -> None:
     result.operations = RowTable(OperationRow)
     result.intervals = RowTable(StateInterval)
     result.wakes = RowTable(WakeRecord)
+
+
+def _spans_by_project(result: RunResult, rec: Recorder, intervals: dict[str, np.ndarray],
+                      on: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per project of the result: when its computes were on, from the engine's interval
+    rows and the kernel's spans."""
+    parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    projects = intervals["project_id"][on]
+    if len(projects):
+        order = np.argsort(projects, kind="stable")
+        names, firsts = np.unique(projects[order], return_index=True)
+        starts = np.split(intervals["start_s"][on][order], firsts[1:])
+        ends = np.split(intervals["end_s"][on][order], firsts[1:])
+        for name, start, end in zip(names.tolist(), starts, ends, strict=True):
+            parts[name] = [(start, end)]
+    for project_id in result.projects:
+        parts.setdefault(project_id, []).extend(rec.on_spans.get(project_id, ()))
+    return {project_id: (np.concatenate([s for s, _ in spans]),
+                         np.concatenate([e for _, e in spans]))
+            for project_id, spans in parts.items() if spans}

@@ -281,6 +281,15 @@ def storage_columns(cp: ControlPlane, project: Project, replayed: Replayed) -> O
 
 
 
+def tally_storage(cp: ControlPlane, project: Project, replayed: Replayed) -> None:
+    """Count the lane's operations when none is built as a row (`sim.engine.tallies`)."""
+    ops = replayed.ops
+    if len(ops):
+        cp.recorder.tally(project.id).add_codes(ops.action, _NAMES, ops.status, _STATUS,
+                                                ops.failures, ops.created,
+                                                cp.config.count_from_s)
+
+
 def settle_storage(cp: ControlPlane, project: Project, replayed: Replayed) -> None:
     """Leave the project's storage flags and idle clocks as the engine would."""
     project.detached = replayed.detached
@@ -292,4 +301,5 @@ def settle_storage(cp: ControlPlane, project: Project, replayed: Replayed) -> No
 
 
 __all__ = ["LaneSetup", "Replayed", "StorageStart", "StorageTie", "replay_storage", "settle_storage",
-           "storage_at_rest", "storage_columns", "storage_operations", "unchanged"]
+           "storage_at_rest", "storage_columns", "storage_operations", "tally_storage",
+           "unchanged"]

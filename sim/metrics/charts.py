@@ -20,7 +20,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from sim.forked import beside
-from sim.metrics.frames import cold_start_waits, start_timestamp
+from sim.metrics.frames import start_timestamp
 from sim.metrics.summary import format_number
 from sim.rules.operations import Action
 
@@ -173,18 +173,23 @@ def fleet_chart(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -> Fig
 
 
 def cold_starts_chart(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -> Figure:
-    """Empirical CDF of the wait a caller saw on each cold start, p50 and p99 marked."""
-    waits = np.sort(cold_start_waits(frames["wakes"])["wait_s"].to_numpy(dtype=float))
+    """Empirical CDF of the wait a caller saw on each cold start, p50 and p99 marked.
+
+    Drawn from the run's CDF table (`cold_start_cdf`), which every run keeps whether
+    its wake rows were recorded or not; p50 and p99 are the summary's."""
+    cdf = frames["cold_start_cdf"]
+    waits = cdf["wait_s"].to_numpy(dtype=float)
+    n = int(cdf["cold_starts"].iloc[-1]) if len(cdf) else 0
     fig, axes = _figure()
     ax = axes[0, 0]
-    ax.set_title(_title(summary, f"Cold-start wait ({len(waits):,} cold starts)"), fontsize=14)
-    if len(waits) == 0:
+    ax.set_title(_title(summary, f"Cold-start wait ({n:,} cold starts)"), fontsize=14)
+    if n == 0:
         _no_data(ax, "no cold starts")
         return fig
-    share = np.arange(1, len(waits) + 1) / len(waits)
+    share = cdf["share"].to_numpy(dtype=float)
     ax.step(waits, share, where="post", color="#1f77b4", lw=1.5, label="share of cold starts")
-    for q, color in ((0.5, "#2ca02c"), (0.99, FAILED)):
-        value = float(np.quantile(waits, q))
+    for q, key, color in ((0.5, "wake_p50_s", "#2ca02c"), (0.99, "wake_p99_s", FAILED)):
+        value = float(summary[key])
         ax.axvline(value, color=color, ls="--", lw=1.2, label=f"p{round(q * 100)} = {value:.3g} s")
         ax.annotate(
             f"p{round(q * 100)} = {value:.3g} s",
@@ -369,9 +374,12 @@ def _short_id(compute_id: str) -> str:
 def operations_chart(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -> Figure:
     """Operations created per hour (per day for long runs): stacked by action above; below,
     on a log scale, each action's count and the failed attempts, so that an action of a
-    handful of operations, or a few failures, stay visible beside thousands."""
-    ops = frames["operations"]
-    if ops.empty:
+    handful of operations, or a few failures, stay visible beside thousands.
+
+    Drawn from the run's counts per hour (`operations_per_hour`), which every run keeps
+    whether its operation rows were recorded or not."""
+    per_hour = frames["operations_per_hour"]
+    if not per_hour["operations"].sum():
         fig, axes = _figure()
         ax = axes[0, 0]
         ax.set_title(_title(summary, "Operations"), fontsize=14)
@@ -379,14 +387,17 @@ def operations_chart(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -
         return fig
     fig, axes = _figure(2, 1, sharex=True, height_ratios=[3, 2])
     ax, low = axes[0, 0], axes[1, 0]
-    duration = float(summary.get("duration_s") or ops["created_s"].max() + 1.0)
+    hours = per_hour["hour"].to_numpy(dtype=np.int64)
+    duration = float(summary.get("duration_s") or (hours.max() + 1) * 3600.0)
     bin_s = 3600.0 if duration <= 21 * 86_400 else 86_400.0
     unit = "hour" if bin_s == 3600.0 else "day"
-    bins = np.floor(ops["created_s"].to_numpy(dtype=float) / bin_s).astype(np.int64)
+    bins = hours // round(bin_s / 3600.0)
     # every bin of the run, empty ones too: the failed-attempts step must drop to 0 there
     every_bin = np.arange(max(math.ceil(duration / bin_s), int(bins.max()) + 1))
-    counts = pd.crosstab(bins, ops["action"].to_numpy()).reindex(every_bin, fill_value=0)
-    failed = ops.groupby(bins)["failures_count"].sum().reindex(every_bin, fill_value=0)
+    counts = (per_hour.groupby([bins, per_hour["action"].to_numpy()])["operations"].sum()
+              .unstack(fill_value=0).reindex(every_bin, fill_value=0))
+    failed = per_hour.groupby(bins)["failed_attempts"].sum().reindex(every_bin, fill_value=0)
+    n_operations = int(per_hour["operations"].sum())
     start = start_timestamp(str(summary.get("start") or "1970-01-01T00:00:00Z"))
     left = _utc(pd.Series(start + pd.to_timedelta(counts.index.to_numpy() * bin_s, unit="s")))
     width = pd.Timedelta(seconds=bin_s * 0.9).to_pytimedelta()
@@ -414,7 +425,7 @@ def operations_chart(frames: dict[str, pd.DataFrame], summary: dict[str, Any]) -
     # the counts on a line of their own: with a long scenario name one line would not fit
     ax.set_title(
         _title(summary, f"Operations per {unit} by action")
-        + f"\n{len(ops):,} operations, {n_failed:,} failed attempts",
+        + f"\n{n_operations:,} operations, {n_failed:,} failed attempts",
         fontsize=13,
     )
     ax.set_ylabel(f"operations per {unit}")

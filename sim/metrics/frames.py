@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sim.engine.minutes import MINUTE_S, per_minute_integrals, seconds_of
+from sim.engine.minutes import MINUTE_S, per_minute_integrals, per_minute_ns, seconds_of
 from sim.engine.records import (
     NO_TEMPLATE,
     ActionRecord,
@@ -26,6 +26,7 @@ from sim.engine.records import (
     template_of,
 )
 from sim.engine.row_table import RowTable
+from sim.engine.tallies import OperationTally
 from sim.metrics.quantiles import quantiles_in_place
 from sim.rules.states import ComputeState
 
@@ -123,6 +124,22 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "status": I64,
         "code": STR,  # "" on success
     },
+    # counted in every run, whatever is recorded (`sim.engine.tallies`): the operations
+    # chart and the summary's operations are drawn from these, never from the rows
+    "operations_per_hour": {
+        "hour": I64,  # of creation, from the first instant (the last may run past the end)
+        "action": STR,
+        "status": STR,
+        "operations": I64,
+        "failed_attempts": I64,
+    },
+    # the cold-start waits' cumulative distribution, at most CDF_POINTS + 1 rows: the
+    # cold-start chart is drawn from it, whether the wake rows were kept or not
+    "cold_start_cdf": {
+        "wait_s": F64,
+        "cold_starts": I64,  # that waited at most wait_s
+        "share": F64,  # of all cold starts
+    },
     "fleet": {
         "minute": I64,
         "time": TIME,
@@ -145,17 +162,77 @@ def frames(result: RunResult) -> dict[str, pd.DataFrame]:
     """All tables of a run, keyed by name (see `SCHEMAS` for their columns)."""
     intervals = table_frame(result.intervals, SCHEMAS["intervals"])
     wakes = table_frame(result.wakes, SCHEMAS["wakes"])
+    operations = table_frame(result.operations, SCHEMAS["operations"])
     compute_rows = records_frame(result.computes, ComputeRow._fields, SCHEMAS["computes"])
     return {
         "computes": computes_frame(compute_rows, wakes, result),
         "intervals": intervals,
-        "operations": table_frame(result.operations, SCHEMAS["operations"]),
+        "operations": operations,
         "connections": connections_frame(result.connections),
         "wakes": wakes,
         "actions": records_frame(result.actions, ActionRecord._fields, SCHEMAS["actions"]),
+        "operations_per_hour": operations_per_hour(operations, result),
+        "cold_start_cdf": cold_start_cdf(wakes, result),
         "fleet": fleet_frame(intervals, result.duration_s, result.start_iso,
-                             None if result.fleet_ns is None else seconds_of(result.fleet_ns)),
+                             fleet_seconds(intervals, result)),
     }
+
+
+def fleet_seconds(intervals: pd.DataFrame, result: RunResult
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per minute: compute-seconds on and CU-seconds, as the same integer sums whether the
+    interval rows were kept or not (None for hand-made intervals of other CU levels)."""
+    if result.fleet_ns is not None:
+        return seconds_of(result.fleet_ns)
+    if result.duration_s <= 0:
+        return None
+    try:
+        return seconds_of(per_minute_ns(*on_intervals(intervals, result.duration_s),
+                                        result.duration_s))
+    except ValueError:  # CU levels not multiples of 0.25: the float integrals
+        return None
+
+
+def operations_per_hour(operations: pd.DataFrame, result: RunResult) -> pd.DataFrame:
+    """Operations by hour of creation, action and status, with their failed attempts:
+    counted from the rows, or given by the run when it kept none."""
+    if result.operation_counts is not None:
+        rows = result.operation_counts
+    else:
+        tally = OperationTally()
+        tally.add(operations["action"].to_numpy(dtype=object),
+                  operations["status"].to_numpy(dtype=object),
+                  operations["failures_count"].to_numpy(dtype=I64),
+                  operations["created_s"].to_numpy(dtype=F64))
+        rows = tally.rows()
+    if not rows:
+        return empty_frame(SCHEMAS["operations_per_hour"])
+    columns = dict(zip(SCHEMAS["operations_per_hour"], map(np.array, zip(*rows, strict=True)),
+                       strict=True))
+    return columns_frame(columns, SCHEMAS["operations_per_hour"])
+
+
+#: rows of the cold-start CDF at most: the waits at every 1/CDF_POINTS of the cold starts
+CDF_POINTS = 1000
+
+
+def cold_start_cdf(wakes: pd.DataFrame, result: RunResult) -> pd.DataFrame:
+    """The cold-start waits' empirical CDF: for ranks r from the first and then spread
+    evenly to the last, the r-th shortest wait. With CDF_POINTS waits or fewer, every
+    wait is a row."""
+    if result.wake_waits is None:
+        waits = cold_start_waits(wakes)["wait_s"].to_numpy(dtype=F64)
+    else:
+        waits = np.concatenate([np.empty(0), *result.wake_waits.values()])
+    n = len(waits)
+    if n == 0:
+        return empty_frame(SCHEMAS["cold_start_cdf"])
+    # the shortest wait first, then every 1/CDF_POINTS of them
+    steps = np.ceil(np.arange(1, CDF_POINTS + 1) / CDF_POINTS * n).astype(I64)
+    ranks = np.unique(np.concatenate([[1], steps]))
+    shortest = np.sort(waits)[ranks - 1]
+    return pd.DataFrame({"wait_s": shortest.astype(F64), "cold_starts": ranks,
+                         "share": ranks / n}).astype(SCHEMAS["cold_start_cdf"])
 
 
 def connections_frame(table: ConnectionTable) -> pd.DataFrame:
@@ -239,16 +316,18 @@ def cold_start_waits(wakes: pd.DataFrame) -> pd.DataFrame:
 
 
 def wake_stats(wakes: pd.DataFrame) -> pd.DataFrame:
-    """Per compute: median, 99th percentile (linear, as numpy) and max cold-start wait."""
-    waits = cold_start_waits(wakes).groupby("compute_id", sort=True)["wait_s"]
-    return pd.DataFrame(
-        {
-            "wake_p50_s": waits.quantile(0.5),
-            "wake_p99_s": waits.quantile(0.99),
-            "wake_max_s": waits.max(),
-        },
-        dtype=F64,
-    )
+    """Per compute: median, 99th percentile (linear, as numpy) and max cold-start wait,
+    worked out as `waits_stats` works them out for a run that kept no wake rows."""
+    waits = cold_start_waits(wakes)
+    ids = waits["compute_id"].to_numpy(dtype=object)
+    values = waits["wait_s"].to_numpy(dtype=F64)
+    order = np.argsort(ids, kind="stable")
+    ids, values = ids[order], values[order]
+    if not len(ids):
+        return waits_stats({})
+    cuts = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+    firsts = np.concatenate([[0], cuts])
+    return waits_stats(dict(zip(ids[firsts].tolist(), np.split(values, cuts), strict=True)))
 
 
 def waits_stats(waits: dict[str, np.ndarray]) -> pd.DataFrame:

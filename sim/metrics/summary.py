@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -19,9 +20,14 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from sim.engine.minutes import seconds_of
 from sim.engine.records import RunResult
-from sim.metrics.frames import ATTEMPT_OUTCOMES, cold_start_waits, on_intervals, start_timestamp
+from sim.metrics.frames import (
+    ATTEMPT_OUTCOMES,
+    cold_start_waits,
+    fleet_seconds,
+    on_intervals,
+    start_timestamp,
+)
 from sim.metrics.quantiles import quantiles_in_place
 from sim.rules.states import OperationStatus
 from sim.scenario.durations import readable_duration as format_duration
@@ -59,7 +65,7 @@ def summary(frames: dict[str, pd.DataFrame], result: RunResult, *,
         "warm_up_s": float(result.warm_up_s),
         "price_per_cu_hour": float(result.price_per_cu_hour),
         "computes": int(len(computes)),
-        "projects": int(pd.concat([computes["project_id"], operations["project_id"]]).nunique()),
+        "projects": _project_count(computes, operations, result),
         "cu_hours": float(computes["cu_hours"].sum()),
         "cost": float(computes["cost"].sum()),
     }
@@ -69,7 +75,7 @@ def summary(frames: dict[str, pd.DataFrame], result: RunResult, *,
     p50, p99, top = wake_figures(frames, result) if wakes is None else wakes
     out["wake_p50_s"], out["wake_p99_s"], out["wake_max_s"] = p50, p99, top
     out.update(_fleet_stats(frames["fleet"], frames["intervals"], result))
-    out.update(_operation_stats(operations))
+    out.update(_operation_stats(frames["operations_per_hour"]))
     actions = frames["actions"]
     out["scripted_actions"] = int(len(actions))
     out["scripted_actions_failed"] = int((actions["status"] >= 400).sum())
@@ -130,23 +136,51 @@ def _minute_figures(fleet: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def _project_count(computes: pd.DataFrame, operations: pd.DataFrame, result: RunResult) -> int:
+    """Projects of the run: those it lists, and any a compute or an operation names."""
+    ids = pd.concat([computes["project_id"], operations["project_id"],
+                     pd.Series(list(result.projects), dtype=computes["project_id"].dtype)])
+    return int(ids.nunique())
+
+
 def _fleet_stats(fleet: pd.DataFrame, intervals: pd.DataFrame, result: RunResult
                  ) -> dict[str, Any]:
+    """Computes on and CU from the per-minute integer sums, and the most computes on at one
+    instant from the on-spans: the same figures whether the interval rows were kept or not."""
     duration_s = result.duration_s
     has_time = duration_s > 0
-    if result.fleet_ns is not None:  # no interval rows: the per-minute sums say it all
-        on, cu_s = seconds_of(result.fleet_ns)
-        return {
-            "peak_active_computes": None,  # an instant's peak needs the intervals
-            "mean_active_computes": float(on.sum() / duration_s) if has_time else None,
-            "mean_total_cu": float(cu_s.sum() / duration_s) if has_time else None,
-        } | _minute_figures(fleet)
-    start, end, cu = on_intervals(intervals, duration_s)
+    seconds = fleet_seconds(intervals, result)
+    if seconds is not None:
+        on_s, cu_s = float(seconds[0].sum()), float(seconds[1].sum())
+        start, end = on_spans(intervals, result)
+    else:  # hand-made intervals of other CU levels
+        start, end, cu = on_intervals(intervals, duration_s)
+        on_s, cu_s = float((end - start).sum()), float((cu * (end - start)).sum())
     return {
         "peak_active_computes": peak_concurrent(start, end),
-        "mean_active_computes": float((end - start).sum() / duration_s) if has_time else None,
-        "mean_total_cu": float((cu * (end - start)).sum() / duration_s) if has_time else None,
+        "mean_active_computes": on_s / duration_s if has_time else None,
+        "mean_total_cu": cu_s / duration_s if has_time else None,
     } | _minute_figures(fleet)
+
+
+def on_spans(intervals: pd.DataFrame, result: RunResult,
+             projects: Collection[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of the spans in which a compute was on, within [0, duration): from the
+    interval rows, or from the run's own spans when it kept none. `projects`: only the
+    computes of these projects (say, of one template)."""
+    if result.on_spans is None:
+        if projects is not None:
+            intervals = intervals[intervals["project_id"].isin(list(projects))]
+        start, end, _ = on_intervals(intervals, result.duration_s)
+        return start, end
+    wanted = None if projects is None else set(projects)
+    chosen = [spans for p, spans in result.on_spans.items() if wanted is None or p in wanted]
+    start = np.clip(np.concatenate([np.empty(0), *(s for s, _ in chosen)]),
+                    0.0, result.duration_s)
+    end = np.clip(np.concatenate([np.empty(0), *(e for _, e in chosen)]),
+                  0.0, result.duration_s)
+    keep = end > start
+    return start[keep], end[keep]
 
 
 def peak_concurrent(start: np.ndarray, end: np.ndarray) -> int:
@@ -160,15 +194,17 @@ def peak_concurrent(start: np.ndarray, end: np.ndarray) -> int:
     return int(open_at.max())
 
 
-def _operation_stats(operations: pd.DataFrame) -> dict[str, Any]:
-    counts = operations.groupby(["action", "status"], sort=True).size()
+def _operation_stats(per_hour: pd.DataFrame) -> dict[str, Any]:
+    """Operations by action and status, from the counts every run keeps."""
+    counts = per_hour.groupby(["action", "status"], sort=True)["operations"].sum()
     by_action: dict[str, dict[str, int]] = {}
     for (action, status), n in counts.items():
         by_action.setdefault(str(action), {})[str(status)] = int(n)
+    failed = per_hour["status"] == OperationStatus.FAILED.value
     return {
-        "operations": int(len(operations)),
-        "operations_failed": int((operations["status"] == OperationStatus.FAILED.value).sum()),
-        "failed_operation_attempts": int(operations["failures_count"].sum()),
+        "operations": int(per_hour["operations"].sum()),
+        "operations_failed": int(per_hour["operations"][failed].sum()),
+        "failed_operation_attempts": int(per_hour["failed_attempts"].sum()),
         "operations_by_action": by_action,
     }
 

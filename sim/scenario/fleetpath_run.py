@@ -46,6 +46,7 @@ from sim.engine.storage_replay import (
     settle_storage,
     storage_at_rest,
     storage_columns,
+    tally_storage,
     unchanged,
 )
 from sim.scenario.handover import Taken
@@ -284,6 +285,8 @@ def run_fleet_path(cp: ControlPlane, workloads: Workloads,
             continue
         project = cp.projects[project_id]
         parts = [storage_columns(cp, project, replayed)] if cp.config.record_events else []
+        if not cp.config.record_events:
+            tally_storage(cp, project, replayed)
         settle_storage(cp, project, replayed)
         for adv in advanced:
             ops = apply_advanced_to_end(cp, adv, _check_rank(cp, adv.compute))

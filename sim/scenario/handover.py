@@ -34,7 +34,12 @@ from sim.engine.physics_run import (
     op_order,
     settled,
 )
-from sim.engine.storage_replay import settle_storage, storage_columns, storage_operations
+from sim.engine.storage_replay import (
+    settle_storage,
+    storage_columns,
+    storage_operations,
+    tally_storage,
+)
 from sim.scenario.references import body_references, parse_reference
 from sim.scenario.schema import Scenario
 
@@ -213,6 +218,8 @@ def _give(cp: ControlPlane, project_id: str, workloads: Workloads,
             created += [(*order, op) for order, op in storage_operations(cp, project, replayed)]
         if created:
             file_operations(cp, project_id, created)
+    if not cp.config.record_events:  # no row made: counted instead
+        tally_storage(cp, project, replayed)
     settle_storage(cp, project, replayed)
     cp.kernel_storage.discard(project_id)
     for adv in advanced:  # its branch's availability checks are the engine's again

@@ -27,6 +27,7 @@ import numpy as np
 
 from sim.engine.records import ConnectionTable, QueueWaits, RunResult
 from sim.engine.row_table import RowTable
+from sim.engine.tallies import OperationCount, summed_counts
 from sim.scenario.schema import Scenario
 
 
@@ -156,6 +157,7 @@ def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
                                 ranks, position, "arrival_s"),
         wakes=merged("wakes", "at_s"), actions=actions, assumptions=dict(head.assumptions),
         fleet_ns=_summed_minutes(parts), wake_waits=_joined_waits(parts),
+        operation_counts=_summed_operations(parts), on_spans=_joined_spans(parts),
         template_on_ns=_summed_template_minutes(parts), queue_waits=_joined_queue_waits(parts),
         projects={pid: info for pid in sorted(ranks, key=ranks.__getitem__)
                   for r, _ in parts if (info := r.projects.get(pid)) is not None},
@@ -178,6 +180,25 @@ def _summed_minutes(parts: Sequence[tuple[RunResult, Sequence[str]]]
     if not sums:
         return None
     return (np.sum([on for on, _ in sums], axis=0), np.sum([cu for _, cu in sums], axis=0))
+
+
+def _summed_operations(parts: Sequence[tuple[RunResult, Sequence[str]]]
+                       ) -> list[OperationCount] | None:
+    """Operation counts of a run that kept no event rows: integers, exact in any order."""
+    if all(r.operation_counts is None for r, _ in parts):
+        return None
+    return summed_counts(r.operation_counts or [] for r, _ in parts)
+
+
+def _joined_spans(parts: Sequence[tuple[RunResult, Sequence[str]]]
+                  ) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
+    """On-spans of a run that kept no event rows, per project (each in one part only)."""
+    if all(r.on_spans is None for r, _ in parts):
+        return None
+    joined: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for r, _ in parts:
+        joined.update(r.on_spans or {})
+    return {k: joined[k] for k in sorted(joined)}
 
 
 def _summed_template_minutes(parts: Sequence[tuple[RunResult, Sequence[str]]]
