@@ -34,20 +34,22 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 # the layout's names are the kernel's own vocabulary (positions in its state, its codes)
 from sim.engine.generator_typing import typed_once
+from sim.engine.jit import njit
 from sim.engine.physics_layout import *  # noqa: F403
 from sim.engine.row_heaps import pop, push
 
 INF = math.inf
 
-# `_nrt=False`: no reference counting (see above); only `advance` allocates. What runs
-# for every session is inlined into the loop; what runs per operation is called, which
-# keeps the first compilation (cached on disk after it) near 15 s instead of 45.
+# `_nrt=False`: no reference counting (see above); only `advance` allocates. Each helper
+# compiles once, on its own, and LLVM inlines the small ones where they are called.
+# numba's own inlining (`inline="always"`, once used for what runs for every session)
+# copied and retyped a helper's body at every call: over half of the first compilation,
+# for no measurable speed. `sim.engine.jit` says where the compiled code is cached.
 _loop = njit(cache=True, _nrt=False)
-_inline = njit(cache=True, inline="always", _nrt=False)
+_inline = njit(cache=True, _nrt=False)
 _call = njit(cache=True, _nrt=False)
 
 @_inline

@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from sim.engine.generator_typing import typed_once
+from sim.engine.jit import njit
 from sim.engine.physics import _draw
 
 INF = math.inf
@@ -57,7 +57,7 @@ def _fixed_up(keys, order):
     return order
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _before(keys, a, b):
     for key in keys:
         if key[a] != key[b]:
