@@ -16,6 +16,7 @@ class SimulatedTime:
         self.quiet = quiet
         self.label = label
         self.bar = None
+        self.compiling: KernelCompile | None = None  # shows the kernel's compilation
 
     def __enter__(self) -> Callable[[float, float], None] | None:
         if self.quiet:
@@ -32,7 +33,8 @@ class SimulatedTime:
         task = self.bar.add_task(self.label, total=1.0, reached="day 0")
         from sim.engine.jit import watching
 
-        self.watch = watching(KernelCompile(self.bar, task))
+        self.compiling = KernelCompile(self.bar, task)
+        self.watch = watching(self.compiling)
         self.watch.__enter__()
 
         def update(reached: float, total: float) -> None:
@@ -55,6 +57,7 @@ class KernelCompile:
     The first time: one line (it happens once per machine; where the cache is). Then, for
     as long as it lasts, a task of its own (functions compiled) in place of the
     simulated time, which would otherwise sit still with a time left that means nothing.
+    `started` and `finished` may nest (compiling ahead spans several compilations).
     """
 
     def __init__(self, bar, task):  # noqa: ANN001 - a rich Progress and its task
@@ -62,12 +65,16 @@ class KernelCompile:
         self.task = task
         self.own = None
         self.told = False
+        self.depth = 0
 
     def started(self) -> None:
+        self.depth += 1
+        if self.depth > 1:
+            return
         if not self.told:
             from sim.engine.kernel_cache import notice
 
-            self.bar.console.print(notice())
+            self.bar.console.print(notice(), markup=False, highlight=False)
             self.told = True
         self.bar.update(self.task, visible=False)
         self.own = self.bar.add_task("compiling the kernel (once per machine)", total=None,
@@ -78,15 +85,15 @@ class KernelCompile:
             self.bar.update(self.own, reached=f"{done}/{total} functions")
 
     def finished(self) -> None:
+        self.depth -= 1
+        if self.depth > 0:
+            return
         if self.own is not None:
             self.bar.remove_task(self.own)
             self.own = None
         # the time left is estimated afresh: the compilation was not simulating
-        self.bar.reset(self.task, completed=self.bar.tasks[self._index()].completed,
-                       visible=True)
-
-    def _index(self) -> int:
-        return next(k for k, t in enumerate(self.bar.tasks) if t.id == self.task)
+        done = next(t.completed for t in self.bar.tasks if t.id == self.task)
+        self.bar.reset(self.task, completed=done, visible=True)
 
 
 class FilesWritten(SimulatedTime):

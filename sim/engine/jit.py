@@ -29,6 +29,10 @@ from sim.engine import kernel_cache
 
 #: the kernels' functions that compile on their own (not inlined into their callers)
 FUNCTIONS: list[Any] = []
+#: options of a function only compiled code calls: no entry point from Python to build
+#: (a quarter of what the compute kernel's compilation cost once its helpers stopped
+#: being inlined by numba)
+INTERNAL: dict[str, bool] = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 
 def njit(*args: Any, cache: bool = False, **options: Any) -> Any:

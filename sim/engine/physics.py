@@ -37,7 +37,7 @@ import numpy as np
 
 # the layout's names are the kernel's own vocabulary (positions in its state, its codes)
 from sim.engine.generator_typing import typed_once
-from sim.engine.jit import njit
+from sim.engine.jit import INTERNAL, njit
 from sim.engine.physics_layout import *  # noqa: F403
 from sim.engine.row_heaps import pop, push
 
@@ -48,9 +48,9 @@ INF = math.inf
 # numba's own inlining (`inline="always"`, once used for what runs for every session)
 # copied and retyped a helper's body at every call: over half of the first compilation,
 # for no measurable speed. `sim.engine.jit` says where the compiled code is cached.
-_loop = njit(cache=True, _nrt=False)
-_inline = njit(cache=True, _nrt=False)
-_call = njit(cache=True, _nrt=False)
+_loop = njit(cache=True, _nrt=False, **INTERNAL)
+_inline = njit(cache=True, _nrt=False, **INTERNAL)
+_call = njit(cache=True, _nrt=False, **INTERNAL)
 
 @_inline
 def _push(H, i, h, x0, x1, x2):

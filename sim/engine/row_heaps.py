@@ -14,9 +14,9 @@ too (see `sim.engine.physics`).
 
 from __future__ import annotations
 
-from sim.engine.jit import njit
+from sim.engine.jit import INTERNAL, njit
 
-_inline = njit(cache=True, _nrt=False)
+_inline = njit(cache=True, _nrt=False, **INTERNAL)
 
 
 @_inline

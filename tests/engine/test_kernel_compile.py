@@ -133,3 +133,35 @@ def test_compiling_is_announced_once_per_call_that_waits_for_it() -> None:
         assert outer(2) == 6  # compiled already: nothing to say
     total = len(FUNCTIONS)
     assert seen.events == ["started", (1, total), (2, total), "finished"]
+
+
+SIGNATURES_USED = """
+from sim.warm_up import warm_up
+warm_up()
+from sim.engine import physics, storage_kernel
+from sim.engine.kernel_ahead import SIGNATURES
+print(set(physics.advance.signatures) == {SIGNATURES["advance"]},
+      set(storage_kernel.replay.signatures) == {SIGNATURES["replay"]})
+"""
+
+
+def test_the_kernels_are_compiled_ahead_for_the_types_a_run_calls_them_with() -> None:
+    """A run that takes every road (the warm-up) calls each kernel with exactly the types
+    `compile_ahead` compiles: otherwise the run would compile its own copy after it."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", SIGNATURES_USED], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]
+
+
+def test_compiling_ahead_with_the_kernels_cached_only_loads_them() -> None:
+    from sim.engine import physics, storage_kernel
+    from sim.engine.kernel_ahead import SIGNATURES, compile_ahead
+
+    compile_ahead()  # compiles them if this checkout never did
+    seen = Seen()
+    compile_ahead(seen)
+    assert seen.events == []  # nothing compiled, nothing shown
+    assert SIGNATURES["advance"] in physics.advance.signatures
+    assert SIGNATURES["replay"] in storage_kernel.replay.signatures
