@@ -44,20 +44,22 @@ from sim.engine.row_heaps import pop, push
 INF = math.inf
 
 # `_nrt=False`: no reference counting (see above); only `advance` allocates. Each helper
-# compiles once, on its own, and LLVM inlines the small ones where they are called.
-# numba's own inlining (`inline="always"`, once used for what runs for every session)
-# copied and retyped a helper's body at every call: over half of the first compilation,
-# for no measurable speed. `sim.engine.jit` says where the compiled code is cached.
+# compiles once, as a function of its own, except the heaps' push and pop (`_heap`),
+# which numba inlines where they are called: they are the innermost work and a call each
+# cost a quarter of the kernel's time. numba's inlining of every helper that runs for
+# each session (admit, expire...) copied and retyped them, heaps and all, at every call:
+# over half of the first compilation. `sim.engine.jit` says where the code is cached.
 _loop = njit(cache=True, _nrt=False, **INTERNAL)
 _inline = njit(cache=True, _nrt=False, **INTERNAL)
 _call = njit(cache=True, _nrt=False, **INTERNAL)
+_heap = njit(cache=True, inline="always", _nrt=False)
 
-@_inline
+@_heap
 def _push(H, i, h, x0, x1, x2):
     push(H, h, i, N_OPEN + h, x0, x1, x2)
 
 
-@_inline
+@_heap
 def _pop(H, i, h):
     pop(H, h, i, N_OPEN + h)
 
