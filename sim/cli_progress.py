@@ -71,7 +71,8 @@ class KernelCompile:
         self.depth += 1
         if self.depth > 1:
             return
-        if not self.told:
+        # on a terminal, as the bars are: a log or a pipe gets the run's output unchanged
+        if not self.told and self.bar.console.is_terminal:
             from sim.engine.kernel_cache import notice
 
             self.bar.console.print(notice(), markup=False, highlight=False)

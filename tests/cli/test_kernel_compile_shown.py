@@ -14,7 +14,8 @@ from sim.engine import kernel_cache
 def test_the_compilation_replaces_the_simulated_time_while_it_lasts() -> None:
     out = io.StringIO()
     bar = Progress(TextColumn("{task.description} {task.fields[reached]}"),
-                   console=Console(file=out, width=200))
+                   console=Console(file=out, width=200, force_terminal=True,
+                                   color_system=None))
     task = bar.add_task("simulating quickstart", total=1.0, reached="day 0")
     bar.update(task, completed=0.5)
     shown = KernelCompile(bar, task)
@@ -33,3 +34,13 @@ def test_the_compilation_replaces_the_simulated_time_while_it_lasts() -> None:
     shown.started()  # a second compilation in the same run: no second line
     shown.finished()
     assert out.getvalue().replace("\n", "").count(kernel_cache.notice()) == 1
+
+
+def test_the_line_is_for_a_terminal_only() -> None:
+    """A pipe or a log (and the shown outputs of the docs) get the run's output unchanged."""
+    out = io.StringIO()
+    bar = Progress(TextColumn("{task.description}"), console=Console(file=out, width=200))
+    shown = KernelCompile(bar, bar.add_task("simulating", total=1.0))
+    shown.started()
+    shown.finished()
+    assert out.getvalue() == ""
