@@ -49,7 +49,7 @@ _CHILD = "from sim.engine.kernel_ahead import compile_storage; compile_storage()
 
 def compile_storage() -> None:
     """Compile (or load) the storage kernel: what the child process runs."""
-    storage_kernel.replay.compile(SIGNATURES["replay"])
+    _compile(storage_kernel.replay, SIGNATURES["replay"])
 
 
 class _Beside:
@@ -93,13 +93,22 @@ def compile_ahead(shown: CompileWatcher | None = None) -> None:
     beside = _Beside(shown)
     try:
         with watching(beside):
-            physics.advance.compile(SIGNATURES["advance"])
+            _compile(physics.advance, SIGNATURES["advance"])
             if beside.child is not None:
                 beside.child.wait()
-            storage_kernel.replay.compile(SIGNATURES["replay"])
+            _compile(storage_kernel.replay, SIGNATURES["replay"])
     finally:
         if beside.child is not None and beside.child.poll() is None:
             beside.child.kill()  # interrupted: ours, and useless now
             beside.child.wait()
         if beside.compiling and shown is not None:
             shown.finished()
+
+
+def _compile(kernel: Any, signature: tuple[Any, ...]) -> None:
+    """Compile or load `kernel` for `signature`; a signature that no longer fits the kernel
+    (its arguments changed) is left to the run, which compiles what it calls on the way."""
+    try:
+        kernel.compile(signature)
+    except Exception:  # noqa: BLE001, S110 - numba's typing errors have no common base
+        pass

@@ -165,3 +165,17 @@ def test_compiling_ahead_with_the_kernels_cached_only_loads_them() -> None:
     assert seen.events == []  # nothing compiled, nothing shown
     assert SIGNATURES["advance"] in physics.advance.signatures
     assert SIGNATURES["replay"] in storage_kernel.replay.signatures
+
+
+def test_a_signature_that_no_longer_fits_is_left_to_the_run(monkeypatch) -> None:
+    """Had a kernel's arguments changed without SIGNATURES, `sim run` still runs (and the
+    test above fails): compiling ahead is only ahead."""
+    from numba.core import types
+
+    from sim.engine import kernel_ahead
+
+    monkeypatch.setitem(kernel_ahead.SIGNATURES, "advance", (types.int64,))
+    monkeypatch.setitem(kernel_ahead.SIGNATURES, "replay", (types.int64,))
+    seen = Seen()
+    kernel_ahead.compile_ahead(seen)
+    assert seen.events in ([], ["started", "finished"])
