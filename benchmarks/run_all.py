@@ -27,7 +27,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # run as a script or i
 from _harness import Report, Row, rows_table
 
 TARGETS = ("fleet_scale", "versus_peer", "warm_up_cost", "realistic_scale", "sharding",
-           "api_latency", "key_lookup", "state_restart", "keepalive_latency")
+           "api_latency", "key_lookup", "state_restart", "keepalive_latency", "first_run")
 
 
 def machine() -> str:

@@ -106,8 +106,12 @@ def _run(args: argparse.Namespace) -> int:
     try:
         started = time.perf_counter()
         try:
-            with SimulatedTime(args.quiet, f"simulating {scenario.name}") as update, \
-                    closing(cluster) if cluster is not None else nullcontext():
+            shown = SimulatedTime(args.quiet, f"simulating {scenario.name}")
+            with shown as update, closing(cluster) if cluster is not None else nullcontext():
+                if cluster is None:  # on a cluster, the workers have their own
+                    from sim.engine.kernel_ahead import compile_ahead
+
+                    compile_ahead(shown.compiling)
                 result = run_fleet(args.file, seed=args.seed, cluster=cluster, progress=update)
         except (ScenarioRunError, OSError, TimeoutError) as err:
             return _run_failure(args, err)

@@ -27,6 +27,7 @@ class SimulatedTime:
         self.quiet = quiet
         self.label = label
         self.bar = None
+        self.compiling: KernelCompile | None = None  # shows the kernel's compilation
 
     def __enter__(self) -> Callable[[float, float], None] | None:
         console = None if self.quiet else _terminal()
@@ -41,6 +42,11 @@ class SimulatedTime:
         )
         self.bar.start()
         task = self.bar.add_task(self.label, total=1.0, reached="day 0")
+        from sim.engine.jit import watching
+
+        self.compiling = KernelCompile(self.bar, task)
+        self.watch = watching(self.compiling)
+        self.watch.__enter__()
 
         def update(reached: float, total: float) -> None:
             self.bar.update(task, completed=reached / total,
@@ -51,6 +57,55 @@ class SimulatedTime:
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.stop()
+        watch, self.watch = getattr(self, "watch", None), None
+        if watch is not None:
+            watch.__exit__(None, None, None)
+
+
+class KernelCompile:
+    """The compiled kernel's compilation, shown on the bar of the run that waits for it.
+
+    The first time: one line (it happens once per machine; where the cache is). Then, for
+    as long as it lasts, a task of its own (functions compiled) in place of the
+    simulated time, which would otherwise sit still with a time left that means nothing.
+    `started` and `finished` may nest (compiling ahead spans several compilations).
+    """
+
+    def __init__(self, bar, task):  # noqa: ANN001 - a rich Progress and its task
+        self.bar = bar
+        self.task = task
+        self.own = None
+        self.told = False
+        self.depth = 0
+
+    def started(self) -> None:
+        self.depth += 1
+        if self.depth > 1:
+            return
+        # on a terminal, as the bars are: a log or a pipe gets the run's output unchanged
+        if not self.told and self.bar.console.is_terminal:
+            from sim.engine.kernel_cache import notice
+
+            self.bar.console.print(notice(), markup=False, highlight=False)
+            self.told = True
+        self.bar.update(self.task, visible=False)
+        self.own = self.bar.add_task("compiling the kernel (once per machine)", total=None,
+                                     reached="")
+
+    def compiled(self, done: int, total: int) -> None:
+        if self.own is not None:
+            self.bar.update(self.own, reached=f"{done}/{total} functions")
+
+    def finished(self) -> None:
+        self.depth -= 1
+        if self.depth > 0:
+            return
+        if self.own is not None:
+            self.bar.remove_task(self.own)
+            self.own = None
+        # the time left is estimated afresh: the compilation was not simulating
+        done = next(t.completed for t in self.bar.tasks if t.id == self.task)
+        self.bar.reset(self.task, completed=done, visible=True)
 
 
 class FilesWritten(SimulatedTime):

@@ -34,28 +34,32 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 # the layout's names are the kernel's own vocabulary (positions in its state, its codes)
 from sim.engine.generator_typing import typed_once
+from sim.engine.jit import INTERNAL, njit
 from sim.engine.physics_layout import *  # noqa: F403
 from sim.engine.row_heaps import pop, push
 
 INF = math.inf
 
-# `_nrt=False`: no reference counting (see above); only `advance` allocates. What runs
-# for every session is inlined into the loop; what runs per operation is called, which
-# keeps the first compilation (cached on disk after it) near 15 s instead of 45.
-_loop = njit(cache=True, _nrt=False)
-_inline = njit(cache=True, inline="always", _nrt=False)
-_call = njit(cache=True, _nrt=False)
+# `_nrt=False`: no reference counting (see above); only `advance` allocates. Each helper
+# compiles once, as a function of its own, except the heaps' push and pop (`_heap`),
+# which numba inlines where they are called: they are the innermost work and a call each
+# cost a quarter of the kernel's time. numba's inlining of every helper that runs for
+# each session (admit, expire...) copied and retyped them, heaps and all, at every call:
+# over half of the first compilation. `sim.engine.jit` says where the code is cached.
+_loop = njit(cache=True, _nrt=False, **INTERNAL)
+_inline = njit(cache=True, _nrt=False, **INTERNAL)
+_call = njit(cache=True, _nrt=False, **INTERNAL)
+_heap = njit(cache=True, inline="always", _nrt=False)
 
-@_inline
+@_heap
 def _push(H, i, h, x0, x1, x2):
     push(H, h, i, N_OPEN + h, x0, x1, x2)
 
 
-@_inline
+@_heap
 def _pop(H, i, h):
     pop(H, h, i, N_OPEN + h)
 

@@ -8,13 +8,13 @@ the last item up into it), so a heap holds its items in the very order a
 Python list under `heapq` does: the SimPy engine's runtime takes the kernel's
 heaps over as they are, and hands its own back.
 
-Compiled without numba's reference counting, to be inlined into a loop that is
-too (see `sim.engine.physics`).
+Compiled without numba's reference counting, to be inlined into the kernel's
+helpers, which are too (see `sim.engine.physics`).
 """
 
 from __future__ import annotations
 
-from numba import njit
+from sim.engine.jit import njit
 
 _inline = njit(cache=True, inline="always", _nrt=False)
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from sim.engine.generator_typing import typed_once
+from sim.engine.jit import INTERNAL, njit
 from sim.engine.physics import _draw
 
 INF = math.inf
@@ -35,14 +35,14 @@ TIE_RING_AT_WAKE, TIE_RING_AT_HANDOVER, TIE_QUIET_AT_WAKE, TIE_LANE_AT_EVENT = 1
 DONE, RETRY = 0, 1
 
 
-@njit(cache=True)
+@njit(cache=True, **INTERNAL)
 def _sorted_by(keys, n):
     """Positions 0..n-1 in lexicographic order of the keys (most significant first), ties
     kept in position order."""
     return _fixed_up(keys, np.argsort(keys[0]))
 
 
-@njit(cache=True)
+@njit(cache=True, **INTERNAL)
 def _fixed_up(keys, order):
     """`order`, sorted on the first key, put right by insertion where the other keys (and
     then the positions) tell apart what shares a first key, which is rare."""
@@ -57,7 +57,7 @@ def _fixed_up(keys, order):
     return order
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, **INTERNAL)
 def _before(keys, a, b):
     for key in keys:
         if key[a] != key[b]:
@@ -163,7 +163,7 @@ O_T, O_SCHED, O_RANK, O_POS, O_UPDATED, O_STARTED, O_FINISHED, O_RETRY, O_DONE =
 I_ACTION, I_HOLDER, I_STATUS, I_FAILURES = range(4)
 
 
-@njit(cache=True)
+@njit(cache=True, **INTERNAL)
 def _new_op(of, oi, no, action, holder, t, sched, rank, pos):
     """Submit an operation (scheduling) as row `no`, growing the columns when full."""
     if no == len(of):
@@ -181,7 +181,7 @@ def _new_op(of, oi, no, action, holder, t, sched, rank, pos):
     return of, oi
 
 
-@njit(cache=True)
+@njit(cache=True, **INTERNAL)
 def _submit(of, oi, no, lane, ln, action, holder, t, sched, rank, pos, flags, event, dur_kind,
             dur_a, dur_b, rng):
     """The executor's submit: operation `no` joins the lane and starts if the lane was
@@ -193,7 +193,7 @@ def _submit(of, oi, no, lane, ln, action, holder, t, sched, rank, pos, flags, ev
     return of, oi, ln + 1, event
 
 
-@njit(cache=True)
+@njit(cache=True, **INTERNAL)
 def _start(k, t, flags, of, oi, dur_kind, dur_a, dur_b, rng):
     """The head of the lane starts (its effect on the flags at once) and its first attempt
     is drawn; returns the lane's pending event."""
