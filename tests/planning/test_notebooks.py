@@ -17,7 +17,7 @@ NOTEBOOKS = ROOT / "notebooks"
 FINDINGS = {
     "01_scale_to_zero_timeout.ipynb": ["steady: never suspending costs", "office hours:"],
     "02_sizing_connections.ipynb": ["Erlang-B", "Erlang-C", "smallest size refusing"],
-    "03_month_forecast.ipynb": ["CU-hours, cost", "peak computes on after warm-up"],
+    "03_month_forecast.ipynb": ["CU-hours, cost", "peak computes on"],
     "04_recommend_settings.ipynb": ["saving", "busy: recommended", "office: recommended",
                                     "hobby: recommended", "binding:"],
 }
