@@ -247,7 +247,7 @@ _ROWS: list[tuple[str, list[tuple[str, str, str]]]] = [
             ("attempts", "connection_attempts", "int"),
             ("sessions", "sessions", "int"),
             ("refused (53300)", "refused", "int"),
-            ("refused share", "refused_share", "pct"),
+            ("refused share (53300 of the attempts)", "refused_share", "pct"),
             ("refused (pooler full)", "refused_pooler_full", "int"),
             ("refused (disabled or deleted)", "refused_disabled", "int"),
             ("queued (pooler)", "queued", "int"),
