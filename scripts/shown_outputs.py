@@ -59,6 +59,8 @@ FILE_DIRECTIVE = re.compile(r"^<!--\s*file:\s*(\S+)\s*-->\s*$")
 # lines of the summary table, whose times are simulated); those vary from run to run
 TIMED_COMMAND = re.compile(r"^(?:sim|python -m sim) (?:run|sweep)\b")
 WALL_CLOCK_TIME = re.compile(r"\b\d+(?:[.,]\d+)* ?(?:ms|s|min)\b")
+#: `sim serve ...`, maybe after settings of the environment (`SIM_API_KEY=... sim serve`)
+SERVE = re.compile(r"^((?:\w+=\S*\s+)*)(sim serve\b.*)$")
 SERVER_START_ATTEMPTS = 1200  # x 0.05 s: a busy machine may take long to import the server
 
 
@@ -180,7 +182,7 @@ class Session:
                                                            f"127.0.0.1:{SHOWN_PORT}")
 
     def run(self, command: str) -> list[str]:
-        if command.startswith("sim serve"):
+        if SERVE.match(command):
             return self.serve(command)
         self.count += 1
         script = self.workdir / f".step-{self.count}.sh"
@@ -207,7 +209,10 @@ class Session:
         self.port = self.port or str(_free_port())
         log = self.workdir / f".server-{self.port}.out"
         with open(log, "wb") as sink:
-            self.server = subprocess.Popen(["bash", "-c", "exec " + self._to_server_port(command)],
+            settings, serve = SERVE.match(command).groups()  # type: ignore[union-attr]
+            exports = "".join(f"export {word}; " for word in settings.split())
+            self.server = subprocess.Popen(["bash", "-c",
+                                            exports + "exec " + self._to_server_port(serve)],
                                            cwd=self.workdir, env=self.env, stdout=sink,
                                            stderr=subprocess.DEVNULL)
         # wait on the socket alone: an HTTP probe would take a request id the document shows
