@@ -38,7 +38,7 @@ _F64, _I64 = types.float64, types.int64
 #: the argument types of each kernel's calls (the positions of `advance` and `replay`)
 SIGNATURES: dict[str, tuple[Any, ...]] = {
     "advance": (_F, _F, _F, _F, _F, _F, _F, GENERATOR_TYPE, _I, _F, _F, _F, _I,
-                _F, _F, _F, _F2, _F2, _F, _F),
+                _F, _F, _F, _F2, _F2, _F2, _F, _F, _F),
     "replay": (_F64, _F64, _F, _F, types.Array(types.boolean, 1, "C"), _I64, _I, _F, _I, _I,
                _F, _F, _I, types.Array(types.int8, 1, "C"), _F, _F, _I64, _I, _F, _F,
                _F64, _F64, GENERATOR_TYPE),

@@ -26,7 +26,8 @@ def scenario(computes: list[dict] | None = None, *, duration: str = "10m",
              engine: dict | None = None, actions: list[dict] | None = None,
              branches: list[dict] | None = None) -> dict:
     doc: dict[str, Any] = {
-        "name": "counting", "seed": 1, "duration": duration,
+        # from the fleet's creation: the cases are told at instants of a new fleet
+        "name": "counting", "seed": 1, "duration": duration, "warm_up": 0,
         "record_connections": "all", "record_events": "all",
         "engine": {"detach_after": None, "archive_after": None, **(engine or {})},
         "projects": [{"name": "p", "branches": branches or [{"name": "main",
