@@ -240,6 +240,7 @@ class Journal:
         self._last_kind: str | None = None  # of the last row written (clock rows are merged)
         self._last_row = conn.execute("SELECT max(seq) FROM journal").fetchone()[0] or 0
         self._meta = self.meta()  # as the file holds it (checked), kept in step with it
+        self._on_disk = dict(self._meta)  # as committed: only the rows that change are written
         self._commits = int(self._meta.get("commits", "0"))
         # the MAC chain: of the last journal row, of the one before it, of the snapshot
         self._head = bytes.fromhex(self._meta.get(HEAD, ""))
@@ -267,6 +268,7 @@ class Journal:
         self._keys_changed = True
         self._write_meta(conn)
         conn.execute("COMMIT")
+        self._wrote_meta()
         self._checkpoint()
 
     def _write_meta(self, conn: sqlite3.Connection) -> None:
@@ -277,7 +279,12 @@ class Journal:
             self._keys_changed = False
         meta[HEAD], meta[SNAPSHOT_MAC] = self._head.hex(), self._snapshot_mac.hex()
         meta[MAC] = integrity.meta_mac(self.seal, meta).hex()
-        conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta.items())
+        conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                         [(k, v) for k, v in meta.items() if self._on_disk.get(k) != v])
+
+    def _wrote_meta(self) -> None:
+        """Called once a commit holding `_write_meta` has succeeded."""
+        self._on_disk = dict(self._meta)
 
     def key_records(self) -> list[KeyRecord]:
         rows = self._conn.execute("SELECT id, sha256, kind, user_id, org_id, project_id, name, "
@@ -450,6 +457,7 @@ class Journal:
             self._meta.update(commits=str(commits), rows=str(self._last_row))
             self._write_meta(conn)
             conn.execute("COMMIT")
+            self._wrote_meta()
         except BaseException:
             (self._last_row, self._last_kind, self._head, self._before_head,
              self._snapshot_mac, self._keys_changed, self._meta) = kept
