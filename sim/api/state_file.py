@@ -143,10 +143,10 @@ def _check_bytes(path: Path) -> None:
                          f"mode); start over with --new to replace it")
 
 
-def _inspect(path: Path) -> tuple[dict[str, str], Seal]:
-    """`_check`, the key and every MAC of the file (`integrity.verify`), on a read-only
-    connection: a refused file is left exactly as it was (a writable one would fold a
-    damaged `-wal` into the file and delete it on closing)."""
+def _inspect(path: Path) -> Seal:
+    """`_check` and the key, on a read-only connection: a refused file is left exactly as
+    it was (a writable one would fold a damaged `-wal` into the file and delete it on
+    closing)."""
     made = [p for p in (path.with_name(path.name + "-shm"), path.with_name(path.name + "-wal"))
             if not p.exists()]
     try:
@@ -157,8 +157,7 @@ def _inspect(path: Path) -> tuple[dict[str, str], Seal]:
         meta = _check(path, conn)
         seal = load_key(path, create=False)
         _check_key(path, meta, seal)
-        integrity.verify(path, conn, meta, seal)
-        return meta, seal
+        return seal
     except sqlite3.OperationalError as err:
         if "locked" in str(err) or "busy" in str(err):
             raise StateError(f"{path}: in use (is another sim serve using it?)") from None
@@ -241,8 +240,18 @@ def open_journal(path: str | Path) -> tuple[Journal, dict[str, str], bool]:
             meta: dict[str, str] = {}
         else:
             _check_bytes(path)
-            meta, seal = _inspect(path)
+            seal = _inspect(path)
             conn = _connect(path)
+            try:  # checked on the connection that is used (and locked), not another
+                meta = dict(conn.execute("SELECT name, value FROM meta").fetchall())
+                integrity.verify(path, conn, meta, seal)
+            except sqlite3.Error as err:  # e.g. a column dropped by hand
+                conn.close()
+                raise StateError(f"{path}: not a state file of this version of sim ({err}); "
+                                 f"start over with --new") from None
+            except BaseException:
+                conn.close()
+                raise
     except SealError as err:
         raise StateError(f"{path}: {err}") from None
     except OSError as err:

@@ -170,13 +170,13 @@ def _rows_reordered(path: Path, made: dict[str, Any]) -> None:
 
 
 def _faults_injected(path: Path, made: dict[str, Any]) -> None:
-    """A world that starts failing every operation (a rate the API itself refuses)."""
-    t = rows(path, "SELECT t FROM journal WHERE seq = ?", (last_seq(path),))[0][0]
+    """A world that fails every operation (a rate the API itself refuses) from a row on."""
+    seq = request_rows(path)[-2]
+    row = copied_row(path, seq)
     args = json.dumps({"operation_failure_rate": 1.0, "extra_latency_ms": None, "outage": None,
                        "clear_outages": False})
-    edit(path, ("INSERT INTO journal (seq, kind, t, wall, args, mac) VALUES (?, 'faults', ?, "
-                "'2026-01-01', ?, ?)", (last_seq(path) + 1, t, args, b"\0" * 32)),
-         ("UPDATE meta SET value = (SELECT max(seq) FROM journal) WHERE name = 'rows'", ()))
+    insert_at(path, seq, {"kind": "faults", "t": row["t"], "wall": row["wall"], "args": args,
+                          "mac": row["mac"]})
 
 
 def _reset_injected(path: Path, made: dict[str, Any]) -> None:
@@ -229,7 +229,7 @@ ATTACKS: list[tuple[str, Callable[[Path, dict[str, Any]], None], str]] = [
     ("a journal row inserted", _row_inserted, r"journal row \d+ is not the row"),
     ("a journal row deleted", _row_deleted, r"journal row \d+ is not the row"),
     ("journal rows reordered", _rows_reordered, r"journal row \d+ is not the row"),
-    ("a faults row injected", _faults_injected, "its meta was changed"),
+    ("a faults row injected", _faults_injected, r"journal row \d+ is not the row"),
     ("a reset row injected", _reset_injected, r"journal row \d+ is not the row"),
     ("an old snapshot put back", _old_snapshot_back, "its snapshot is not the one"),
     ("the snapshot's after edited", _after_edited, "its snapshot is not the one"),
@@ -319,3 +319,11 @@ def test_sim_serve_refuses_a_changed_file_in_one_line_and_serves_nothing(
     assert "start over with --new" in r.stderr and r.stdout == ""
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+def test_a_column_dropped_is_refused_in_one_line(state: Path) -> None:
+    from sim.api.integrity import JOURNAL_COLUMNS
+
+    edit(state, (f"CREATE TABLE j AS SELECT {', '.join(JOURNAL_COLUMNS)} FROM journal", ()),
+         ("DROP TABLE journal", ()), ("ALTER TABLE j RENAME TO journal", ()))
+    assert "not a state file of this version of sim" in refused(state)
