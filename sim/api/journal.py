@@ -4,7 +4,7 @@ The world is deterministic for a seed: the same calls at the same simulated
 instants give the same state, ids and durations. So the file holds what was
 done, not what resulted (event sourcing), and now and then the whole world:
 
-- `meta`: format, seed, the scenario (its path and SHA-256, never its text: it
+- `meta`: format, a random file id, seed, the scenario (its path and SHA-256, never its text: it
   may hold API keys), a sealed check value of the file's key, whether a
   server has the file open, and how many commits and journal rows it holds;
 - `journal`: in the order they were applied, every request that changed the
@@ -20,7 +20,9 @@ done, not what resulted (event sourcing), and now and then the whole world:
 
 Nothing in the file is a secret in clear: request bodies (OAuth client
 secrets, SMTP passwords) and snapshots (those and the generated SDK keys) are
-sealed with the file's key (`sim.api.sealing`); keys are hashes.
+sealed with the file's key (`sim.api.sealing`); keys are hashes. And every
+part of the file (meta, each journal row, the snapshot, the keys) carries a MAC
+binding it to the file, its place and what came before it (`sim.api.integrity`).
 
 Refusals (4xx) are not journaled: a refused call changes nothing and draws no
 random number (tests/reliability/test_persistence.py checks it for every kind
@@ -60,6 +62,8 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from sim.api import integrity
+from sim.api.integrity import HEAD, JOURNAL_COLUMNS, KEYS_MAC, MAC, SNAPSHOT_MAC
 from sim.api.keys import ApiKey, KeyKind, KeyRecord, secret_sha256
 from sim.api.limits import ClientGone, read_body, replay_body
 
@@ -71,12 +75,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sim.api.journal")
 
-FORMAT = 2
+FORMAT = 3  # 3: every part authenticated (`sim.api.integrity`)
 _BEARER = re.compile(r"Bearer\s+(\S+)\s*", re.IGNORECASE)
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: POST routes that read only: not journaled
 READ_ONLY_ROUTES = frozenset({"/_sim/auth/query"})
-#: associated data of what is sealed: a body cannot pass for a snapshot
+#: associated data of what is sealed (with the file's id): a body cannot pass for a snapshot
 BODY, SNAPSHOT = b"request body", b"snapshot"
 
 SCHEMA = """
@@ -94,11 +98,13 @@ CREATE TABLE journal (
     body BLOB,                   -- sealed (it may hold a client secret or a password)
     key TEXT,                    -- its identity (kind, scope, sha256), never the secret
     outcome TEXT,                -- request: applied | error (a 5xx: replayed, fails again)
-    args TEXT                    -- faults: the arguments of set_faults, as JSON
+    args TEXT,                   -- faults: the arguments of set_faults, as JSON
+    mac BLOB NOT NULL            -- over the file id, the row and the MAC of the row before
 );
 CREATE TABLE snapshot (
     after INTEGER NOT NULL,      -- the last journal row it includes
-    t REAL NOT NULL, wall TEXT NOT NULL, blob BLOB NOT NULL);
+    t REAL NOT NULL, wall TEXT NOT NULL, blob BLOB NOT NULL,
+    mac BLOB NOT NULL);          -- over the file id, the row and the MAC of journal row `after`
 """
 TABLES = frozenset({"meta", "keys", "journal", "snapshot"})
 
@@ -232,8 +238,15 @@ class Journal:
         self._closed = False
         self._thread: threading.Thread | None = None
         self._last_kind: str | None = None  # of the last row written (clock rows are merged)
-        self._last_row = 0
-        self._commits = int(self.meta().get("commits", "0"))
+        self._last_row = conn.execute("SELECT max(seq) FROM journal").fetchone()[0] or 0
+        self._meta = self.meta()  # as the file holds it (checked), kept in step with it
+        self._on_disk = dict(self._meta)  # as committed: only the rows that change are written
+        self._commits = int(self._meta.get("commits", "0"))
+        # the MAC chain: of the last journal row, of the one before it, of the snapshot
+        self._head = bytes.fromhex(self._meta.get(HEAD, ""))
+        self._before_head = b""  # a merged clock row is never the first after a start
+        self._snapshot_mac = bytes.fromhex(self._meta.get(SNAPSHOT_MAC, ""))
+        self._keys_changed = False
         self._seq_fd: int | None = None
         self.since_snapshot = 0  # entries appended since the last snapshot
         self.last_t = 0.0  # the latest simulated instant journaled
@@ -241,6 +254,37 @@ class Journal:
     # -- before serving ---------------------------------------------------------------------
     def meta(self) -> dict[str, str]:
         return dict(self._conn.execute("SELECT name, value FROM meta").fetchall())
+
+    @property
+    def file_id(self) -> str:
+        return self._meta.get("file_id", "")
+
+    def write_meta(self, values: dict[str, str]) -> None:
+        """Set meta rows (a new file's), with their MAC; committed and checkpointed (the
+        main file alone is a state file)."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        self._meta.update(values)
+        self._keys_changed = True
+        self._write_meta(conn)
+        conn.execute("COMMIT")
+        self._wrote_meta()
+        self._checkpoint()
+
+    def _write_meta(self, conn: sqlite3.Connection) -> None:
+        """Every meta row, with the heads of the chain and the MAC over them all."""
+        meta, fid = self._meta, self.file_id
+        if self._keys_changed:
+            meta[KEYS_MAC] = integrity.keys_mac(self.seal, fid, integrity.key_rows(conn)).hex()
+            self._keys_changed = False
+        meta[HEAD], meta[SNAPSHOT_MAC] = self._head.hex(), self._snapshot_mac.hex()
+        meta[MAC] = integrity.meta_mac(self.seal, meta).hex()
+        conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                         [(k, v) for k, v in meta.items() if self._on_disk.get(k) != v])
+
+    def _wrote_meta(self) -> None:
+        """Called once a commit holding `_write_meta` has succeeded."""
+        self._on_disk = dict(self._meta)
 
     def key_records(self) -> list[KeyRecord]:
         rows = self._conn.execute("SELECT id, sha256, kind, user_id, org_id, project_id, name, "
@@ -254,7 +298,7 @@ class Journal:
                                  "LIMIT 1").fetchone()
         if row is None:
             return None
-        return row[0], row[1], self.seal.open(row[2], SNAPSHOT)
+        return row[0], row[1], self.seal.open(row[2], SNAPSHOT + self.file_id.encode())
 
     def entries(self, after: int = 0) -> list[sqlite3.Row]:
         self._conn.row_factory = sqlite3.Row
@@ -265,7 +309,9 @@ class Journal:
             self._conn.row_factory = None
 
     def body(self, row: sqlite3.Row) -> bytes:
-        return self.seal.open(row["body"], BODY) if row["body"] is not None else b""
+        if row["body"] is None:
+            return b""
+        return self.seal.open(row["body"], BODY + self.file_id.encode())
 
     def start(self, now: float) -> None:
         """Start committing appended entries; `now` is the world's instant after replay.
@@ -401,17 +447,20 @@ class Journal:
 
     def _commit(self, batch: list[Entry]) -> None:
         conn = self._conn
-        last_row, last_kind = self._last_row, self._last_kind
+        kept = (self._last_row, self._last_kind, self._head, self._before_head,
+                self._snapshot_mac, self._keys_changed, dict(self._meta))
         conn.execute("BEGIN IMMEDIATE")
         try:
             for entry in batch:
                 self._write(conn, entry)
             commits = self._commits + 1
-            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
-                ("commits", str(commits)), ("rows", str(self._last_row))])
+            self._meta.update(commits=str(commits), rows=str(self._last_row))
+            self._write_meta(conn)
             conn.execute("COMMIT")
+            self._wrote_meta()
         except BaseException:
-            self._last_row, self._last_kind = last_row, last_kind
+            (self._last_row, self._last_kind, self._head, self._before_head,
+             self._snapshot_mac, self._keys_changed, self._meta) = kept
             # SQLite may have rolled back already (disk full does): the first error is
             # the cause, never "cannot rollback - no transaction is active"
             if conn.in_transaction:
@@ -431,30 +480,41 @@ class Journal:
             conn.execute("INSERT OR REPLACE INTO keys VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          (r.id, r.sha256, r.kind.value, r.user_id, r.org_id, r.project_id,
                           r.name, r.created_at, int(r.revoked), entry.wall))
+            self._keys_changed = True
             return
         if kind in ("open", "close"):
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('open', ?)",
-                         ("1" if kind == "open" else "0",))
+            self._meta["open"] = "1" if kind == "open" else "0"
             return
+        file_id = self.file_id
         if kind == "snapshot":
+            row = (self._last_row, float(entry.t), entry.wall,
+                   self.seal.seal(entry.fields["world"], SNAPSHOT + file_id.encode()))
+            mac = integrity.snapshot_mac(self.seal, file_id, row, self._head)
             conn.execute("DELETE FROM snapshot")
-            conn.execute("INSERT INTO snapshot VALUES (?, ?, ?, ?)",
-                         (self._last_row, entry.t, entry.wall,
-                          self.seal.seal(entry.fields["world"], SNAPSHOT)))
+            conn.execute("INSERT INTO snapshot VALUES (?, ?, ?, ?, ?)", (*row, mac))
+            self._snapshot_mac = mac
             self._last_kind = kind  # rows it includes are never changed again
             return
         if kind == "clock" and self._last_kind == "clock":
-            conn.execute("UPDATE journal SET t = ?, wall = ? WHERE seq = ?",
-                         (entry.t, entry.wall, self._last_row))
+            row = (self._last_row, kind, float(entry.t), entry.wall,
+                   *(None for _ in JOURNAL_COLUMNS[4:]))
+            self._head = integrity.journal_mac(self.seal, file_id, row, self._before_head)
+            conn.execute("UPDATE journal SET t = ?, wall = ?, mac = ? WHERE seq = ?",
+                         (entry.t, entry.wall, self._head, self._last_row))
             return
         fields = dict(entry.fields)
         if fields.get("body") is not None:
-            fields["body"] = self.seal.seal(fields["body"], BODY)
-        names = ["kind", "t", "wall", *fields]
-        cursor = conn.execute(
-            f"INSERT INTO journal ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
-            (kind, entry.t, entry.wall, *fields.values()))
-        self._last_row, self._last_kind = cursor.lastrowid or 0, kind
+            fields["body"] = self.seal.seal(fields["body"], BODY + file_id.encode())
+        unknown = set(fields) - set(JOURNAL_COLUMNS)
+        assert not unknown, unknown  # every column is in the MAC
+        seq = self._last_row + 1
+        row = (seq, kind, float(entry.t), entry.wall,
+               *(fields.get(name) for name in JOURNAL_COLUMNS[4:]))
+        mac = integrity.journal_mac(self.seal, file_id, row, self._head)
+        conn.execute(f"INSERT INTO journal ({', '.join(JOURNAL_COLUMNS)}, mac) "
+                     f"VALUES ({', '.join('?' * (len(JOURNAL_COLUMNS) + 1))})", (*row, mac))
+        self._last_row, self._last_kind = seq, kind
+        self._before_head, self._head = self._head, mac
 
 
 def __getattr__(name: str) -> Any:

@@ -15,20 +15,27 @@ The key is 32 random bytes, from (first found):
 
 A sealed value is `version byte | 12-byte nonce | ciphertext and tag`; the
 nonce is random (2^-96 collision odds per pair: far beyond any file's rows).
-`purpose` is bound as associated data, so a sealed body cannot be passed off
-as a snapshot or the other way round.
+`purpose` (with the file's random id) is bound as associated data, so a sealed
+body cannot be passed off as a snapshot or the other way round, nor one file's
+as another's. A key file not owned by the user running sim, or writable by
+group or others, is refused: whoever can write the key can write a file it opens.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import os
 import secrets
+import stat
 from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from sim.api.integrity import derive
 
 ENV = "SIM_STATE_KEY"
 VERSION = b"\x01"
@@ -51,6 +58,7 @@ class Seal:
             raise SealError(f"{source}: a state key is 32 bytes (URL-safe base64 of them), "
                             f"not {len(key)}")
         self._aead = AESGCM(key)
+        self._mac_key = derive(key)
         self.source = source  # where the key came from, for messages (never the key)
 
     def __repr__(self) -> str:
@@ -59,6 +67,10 @@ class Seal:
     def seal(self, data: bytes, purpose: bytes) -> bytes:
         nonce = secrets.token_bytes(_NONCE)
         return VERSION + nonce + self._aead.encrypt(nonce, data, purpose)
+
+    def mac(self, data: bytes) -> bytes:
+        """HMAC-SHA-256 of `data` under a key derived from this one (`sim.api.integrity`)."""
+        return hmac.new(self._mac_key, data, hashlib.sha256).digest()
 
     def open(self, sealed: bytes, purpose: bytes) -> bytes:
         if len(sealed) < 1 + _NONCE + 16 or sealed[:1] != VERSION:
@@ -96,10 +108,25 @@ def load_key(state: Path, *, create: bool) -> Seal:
                 os.fsync(f.fileno())
             return Seal(key, str(path))
     try:
-        text = path.read_text()
+        with open(path, encoding="ascii", errors="replace") as f:
+            _check_owner(path, os.fstat(f.fileno()))
+            text = f.read()
     except FileNotFoundError:
         raise SealError(f"its key file {path} is missing (or set ${ENV}): without it the "
                         f"sealed requests and snapshots cannot be read") from None
     except OSError as err:
         raise SealError(f"its key file {path}: {err.strerror or err}") from None
     return Seal(_decode(text, str(path)), str(path))
+
+
+def _check_owner(path: Path, st: os.stat_result) -> None:
+    """A key file someone else could have written is not trusted: whoever can write the key
+    can write a file it opens."""
+    if st.st_uid != os.getuid():
+        raise SealError(f"its key file {path} is owned by uid {st.st_uid}, not by the user "
+                        f"running sim (uid {os.getuid()}): refused, as another user could "
+                        f"have replaced it")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise SealError(f"its key file {path} can be written by group or others (mode "
+                        f"{stat.S_IMODE(st.st_mode):04o}): refused; make it 0600 "
+                        f"(chmod 600) if its key is still to be trusted")

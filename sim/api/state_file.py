@@ -16,6 +16,9 @@ refused with one line that names the problem (`StateError`):
 | marked open by a server, `-wal` missing, no `.seq` | it may lack its latest changes      |
 | a journal whose last row is not the one its meta names | rows were removed                |
 | a main file missing beside its `-wal` or key  | the state file itself is gone            |
+| a key file of another user, or others can write it | the key may not be the owner's     |
+| meta, the keys, a journal row or the snapshot | not as the file wrote it (changed, inserted, |
+|   not matching its MAC (`sim.api.integrity`)  | removed, moved, older, or another file's)  |
 
 `start_over` (`sim serve --state F --new`) is the one way to begin again: it
 moves the old file and its companions aside (`F.old-<time>...`), never deletes.
@@ -36,6 +39,7 @@ import hmac
 import json
 import logging
 import os
+import secrets
 import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -44,7 +48,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.api import snapshot
+from sim.api import integrity, snapshot
 from sim.api.journal import FORMAT, SCHEMA, TABLES, Journal, StateError, seq_path, wall_now
 from sim.api.keys import ApiKey, KeyKind, KeyRecord
 from sim.api.sealing import CHECK, Seal, SealError, key_path, load_key
@@ -139,9 +143,10 @@ def _check_bytes(path: Path) -> None:
                          f"mode); start over with --new to replace it")
 
 
-def _inspect(path: Path) -> dict[str, str]:
-    """`_check` on a read-only connection: a refused file is left exactly as it was (a
-    writable one would fold a damaged `-wal` into the file and delete it on closing)."""
+def _inspect(path: Path) -> Seal:
+    """`_check` and the key, on a read-only connection: a refused file is left exactly as
+    it was (a writable one would fold a damaged `-wal` into the file and delete it on
+    closing)."""
     made = [p for p in (path.with_name(path.name + "-shm"), path.with_name(path.name + "-wal"))
             if not p.exists()]
     try:
@@ -149,7 +154,10 @@ def _inspect(path: Path) -> dict[str, str]:
     except sqlite3.Error as err:
         raise StateError(f"{path}: cannot be read ({err})") from None
     try:
-        return _check(path, conn)
+        meta = _check(path, conn)
+        seal = load_key(path, create=False)
+        _check_key(path, meta, seal)
+        return seal
     except sqlite3.OperationalError as err:
         if "locked" in str(err) or "busy" in str(err):
             raise StateError(f"{path}: in use (is another sim serve using it?)") from None
@@ -232,10 +240,18 @@ def open_journal(path: str | Path) -> tuple[Journal, dict[str, str], bool]:
             meta: dict[str, str] = {}
         else:
             _check_bytes(path)
-            meta = _inspect(path)
-            seal = load_key(path, create=False)
-            _check_key(path, meta, seal)
+            seal = _inspect(path)
             conn = _connect(path)
+            try:  # checked on the connection that is used (and locked), not another
+                meta = dict(conn.execute("SELECT name, value FROM meta").fetchall())
+                integrity.verify(path, conn, meta, seal)
+            except sqlite3.Error as err:  # e.g. a column dropped by hand
+                conn.close()
+                raise StateError(f"{path}: not a state file of this version of sim ({err}); "
+                                 f"start over with --new") from None
+            except BaseException:
+                conn.close()
+                raise
     except SealError as err:
         raise StateError(f"{path}: {err}") from None
     except OSError as err:
@@ -263,9 +279,10 @@ def open_server(
         scenario, scenario_meta = _scenario(meta, scenario_path, journal.path)
         if created:
             seed = seed if seed is not None else (scenario.seed if scenario else 0)
-            _write_meta(journal, {"format": str(FORMAT), "seed": str(seed), "created": wall_now(),
-                                  "key_check": journal.seal.seal(CHECK, CHECK).hex(),
-                                  "commits": "0", "rows": "0", "open": "0", **scenario_meta})
+            journal.write_meta({"format": str(FORMAT), "file_id": secrets.token_hex(16),
+                                "seed": str(seed), "created": wall_now(),
+                                "key_check": journal.seal.seal(CHECK, CHECK).hex(),
+                                "commits": "0", "rows": "0", "open": "0", **scenario_meta})
         else:
             saved = int(meta["seed"])
             if seed is not None and seed != saved:
@@ -293,14 +310,6 @@ def open_server(
         journal.close()
         raise
     return server, restored
-
-
-def _write_meta(journal: Journal, values: dict[str, str]) -> None:
-    conn = journal._conn
-    conn.execute("BEGIN IMMEDIATE")
-    conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())
-    conn.execute("COMMIT")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the main file alone is a state file
 
 
 def _load_snapshot(journal: Journal, server: SimServer) -> int:
