@@ -29,8 +29,14 @@ TRIES = 3
 
 
 def _workloads(quick: bool) -> dict[str, str]:
+    """The fleets of versus_peer (a week) and of the month-long targets (fleet_scale,
+    realistic_scale: a month, here at 1,000 computes), and every shipped scenario."""
     computes, days = (20, 1.0) if quick else (200, 7.0)
-    texts = {"fleet": fleet_text(computes, days), "realistic": realistic_text(computes, days)}
+    texts = {f"fleet {computes} x {days:g} d": fleet_text(computes, days),
+             f"realistic {computes} x {days:g} d": realistic_text(computes, days)}
+    if not quick:
+        texts["fleet 1000 x 30 d"] = fleet_text(1000, 30.0)
+        texts["realistic 1000 x 30 d"] = realistic_text(1000, 30.0)
     for path in sorted((REPO / "scenarios").glob("*.yaml")):
         texts[path.stem] = path.read_text()
     return texts

@@ -112,11 +112,17 @@ class StorageStart:
                     **{b: cp.branches[b].idle_since for b in project.branches}})
 
 
-def storage_at_rest(cp: ControlPlane, project: Project, until: float,
-                    start: StorageStart) -> bool:
-    """Whether the project's storage lane has nothing to do before `until`: nothing
-    detached or archived, and no idle clock can ring (none runs for a whole period before
-    `until`, whatever its computes do). A cheap look, before any replay."""
+class _Clocks(NamedTuple):
+    """A lane's idle clocks as a look before any replay sees them: the shortest period,
+    and the earliest instant one of them may have begun."""
+
+    period: float
+    begin: float
+
+
+def _clocks(cp: ControlPlane, project: Project, start: StorageStart) -> _Clocks | bool:
+    """The lane's clocks; or, when no look is needed, whether it is at rest: False when
+    something is detached or archived (a replay's work), True when no clock runs."""
     if project.detached or any(cp.branches[b].archived for b in project.branches):
         return False
     cfg = cp.config
@@ -125,7 +131,18 @@ def storage_at_rest(cp: ControlPlane, project: Project, until: float,
         return True
     begin = min([project.created_at if start.at is None else start.at,
                  *(since for since in start.idle_since.values() if since is not None)])
-    return begin + min(periods) >= until
+    return _Clocks(min(periods), begin)
+
+
+def storage_at_rest(cp: ControlPlane, project: Project, until: float,
+                    start: StorageStart) -> bool:
+    """Whether the project's storage lane has nothing to do before `until`: nothing
+    detached or archived, and no idle clock can ring (none runs for a whole period before
+    `until`, whatever its computes do). A cheap look, before any replay."""
+    clocks = _clocks(cp, project, start)
+    if isinstance(clocks, bool):
+        return clocks
+    return clocks.begin + clocks.period >= until
 
 
 def kept_busy(cp: ControlPlane, project: Project, advanced: Sequence[Advanced], until: float,
@@ -134,15 +151,10 @@ def kept_busy(cp: ControlPlane, project: Project, advanced: Sequence[Advanced], 
     nothing to do before `until`: nothing detached or archived, and neither the project
     nor any branch without a compute on for as long as an idle clock's period. The look
     after the computes' runs, before a replay (a busy fleet's projects replay nothing)."""
-    if project.detached or any(cp.branches[b].archived for b in project.branches):
-        return False
-    cfg = cp.config
-    periods = [p for p in (cfg.detach_after_s, cfg.archive_after_s) if p is not None]
-    if not periods:
-        return True
-    begin = min([project.created_at if start.at is None else start.at,
-                 *(since for since in start.idle_since.values() if since is not None)])
-    period = min(periods)
+    clocks = _clocks(cp, project, start)
+    if isinstance(clocks, bool):
+        return clocks
+    period, begin = clocks
     if not _no_long_quiet(advanced, begin, until, period):
         return False
     branches = [[a for a in advanced if a.compute.branch_id == b] for b in project.branches]
