@@ -441,17 +441,24 @@ def mean_ci(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, 
     return mean, mean - half, mean + half
 
 
+def point_row(group: pd.DataFrame, keep: Sequence[str], figures: Sequence[str]
+              ) -> dict[str, Any]:
+    """One grid point's runs as a row: the `keep` columns of its first run, how many
+    replications, and mean / ci_low / ci_high of each of `figures`."""
+    row: dict[str, Any] = group.iloc[0][list(keep)].to_dict()
+    row["replications"] = len(group)
+    for key in figures:
+        mean, low, high = mean_ci(group[key].to_numpy(dtype="float64"))
+        row[f"{key}_mean"], row[f"{key}_ci_low"], row[f"{key}_ci_high"] = mean, low, high
+    return row
+
+
 def points_frame(runs: pd.DataFrame, settings: Sequence[Setting]) -> pd.DataFrame:
     """Per grid point: its values, label, replications, and mean / ci_low / ci_high per figure."""
     keep = ["point", *(s.path for s in settings), "label"]
     rows = []
     for _, group in runs.groupby("point", sort=True):
-        row: dict[str, Any] = group.iloc[0][keep].to_dict()
-        row["replications"] = len(group)
-        for key in KEY_FIGURES:
-            mean, low, high = mean_ci(group[key].to_numpy(dtype="float64"))
-            row[f"{key}_mean"], row[f"{key}_ci_low"], row[f"{key}_ci_high"] = mean, low, high
-        rows.append(row)
+        rows.append(point_row(group, keep, KEY_FIGURES))
     out = pd.DataFrame(rows)
     for column in keep:
         out[column] = out[column].astype(runs[column].dtype)

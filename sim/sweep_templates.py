@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sim.sweep import Setting, _column, label, mean_ci
+from sim.sweep import Setting, _column, label, point_row
 
 #: the per-template figures kept per run (`sim.metrics.templates`), and their dtype
 TEMPLATE_FIGURES: dict[str, str] = {
@@ -64,12 +64,7 @@ def template_points_frame(runs: pd.DataFrame, settings: Sequence[Setting]) -> pd
     order = {name: i for i, name in enumerate(dict.fromkeys(runs["template"].tolist()))}
     rows = []
     for _, group in runs.groupby(["point", "template"], sort=False):
-        row: dict[str, Any] = group.iloc[0][keep].to_dict()
-        row["replications"] = len(group)
-        for key in TEMPLATE_FIGURES:
-            mean, low, high = mean_ci(group[key].to_numpy(dtype="float64"))
-            row[f"{key}_mean"], row[f"{key}_ci_low"], row[f"{key}_ci_high"] = mean, low, high
-        rows.append(row)
+        rows.append(point_row(group, keep, TEMPLATE_FIGURES))
     rows.sort(key=lambda r: (r["point"], order[r["template"]]))
     out = pd.DataFrame(rows, columns=[*keep, "replications",
                                       *(f"{key}_{part}" for key in TEMPLATE_FIGURES
