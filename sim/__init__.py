@@ -31,7 +31,7 @@ _CALLS: dict[str, str] = {
     # runs
     "run_scenario": "sim.scenario.runner",
     "run_fleet": "sim.fleet",
-    "open_client": "sim.cluster",
+    "open_client": "sim.processes.cluster",
     # results
     "frames": "sim.metrics",
     "summary": "sim.metrics",

@@ -16,9 +16,9 @@ from contextlib import AbstractContextManager, closing, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sim.allocator import keep_freed_memory
 from sim.cli_progress import Batch, FilesWritten, SimulatedTime
-from sim.process_exit import exit_without_collecting
+from sim.processes.allocator import keep_freed_memory
+from sim.processes.process_exit import exit_without_collecting
 from sim.run_text import days, roads_line
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def _fork_server(embedded: bool) -> AbstractContextManager[object]:
     from, started now and stopped (with the workers it reaped) when the command is done."""
     if not embedded:
         return nullcontext()
-    from sim.fork_server import own_fork_server
+    from sim.processes.fork_server import own_fork_server
 
     return own_fork_server()
 
@@ -94,7 +94,7 @@ def _run(args: argparse.Namespace) -> int:
         check_target(out, replace=args.force)  # before the run, not after it
     except ResultsExist as err:
         return _fail(str(err))
-    from sim.cluster import started_client  # the workers boot while the modules below load
+    from sim.processes.cluster import started_client  # the workers boot while the modules below load
 
     cluster = started_client(args.workers, args.scheduler) if args.workers or args.scheduler \
         else None

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.cluster import default_workers, open_client, worker_count
 from sim.engine.records import RunResult
-from sim.main_guard import in_process_instead
+from sim.processes.cluster import default_workers, open_client, worker_count
+from sim.processes.main_guard import in_process_instead
 from sim.rules.timeouts import effective_suspend_timeout
 from sim.scenario.loader import _parse_yaml, load_scenario, parse_scenario  # the loader's YAML
 from sim.scenario.merge import canonical_result, instance_order
@@ -375,7 +375,7 @@ def run_fleet(
     With none of workers, scheduler, client or cluster the run happens in this
     process. `workers=N` starts an embedded LocalCluster of N processes;
     `scheduler="tcp://host:port"` uses an existing cluster; `client` an open
-    dask Client; `cluster` a `sim.cluster.started_client` not yet entered (the
+    dask Client; `cluster` a `sim.processes.cluster.started_client` not yet entered (the
     shards are planned while its workers start). Either way the result is in
     canonical order and, for one seed, the same rows in the same order. Raises
     ScenarioError or ScenarioRunError.

@@ -55,8 +55,8 @@ from sim.fleet import (
     run_local,
     run_tasks,
 )
-from sim.main_guard import in_process_instead
 from sim.metrics import frames, summary
+from sim.processes.main_guard import in_process_instead
 from sim.scenario.loader import ScenarioError, parse_scenario
 from sim.scenario.schema import Scenario
 from sim.scenario.template_settings import (

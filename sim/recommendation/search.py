@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from sim.fleet import BatchProgress, Source, open_client, read_source, run_local, run_tasks
-from sim.main_guard import in_process_instead
+from sim.processes.main_guard import in_process_instead
 from sim.recommendation.measure import recording, run_slate
 from sim.recommendation.space import (
     Choice,

@@ -136,7 +136,7 @@ def test_compiling_is_announced_once_per_call_that_waits_for_it() -> None:
 
 
 SIGNATURES_USED = """
-from sim.warm_up import warm_up
+from sim.processes.preload import warm_up
 warm_up()
 from sim.engine import physics, storage_kernel
 from sim.engine.kernel_ahead import SIGNATURES

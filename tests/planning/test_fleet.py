@@ -136,7 +136,7 @@ def test_workers_must_be_positive(capsys) -> None:
 def test_embedded_workers_exit_without_collecting_their_heap() -> None:
     """Closing the embedded cluster does not wait for each worker's last walk of its heap."""
     from sim.fleet import open_client
-    from sim.worker_process import WorkerProcess
+    from sim.processes.worker_process import WorkerProcess
 
     with open_client(1) as client:
         plugins = client.run(lambda dask_worker: sorted(dask_worker.plugins))
@@ -151,7 +151,7 @@ def test_embedded_workers_exit_without_collecting_their_heap() -> None:
 def test_a_cluster_started_early_is_the_one_the_run_uses_and_is_closed_after() -> None:
     """`sim run --workers N` starts its workers before loading the rest: entering waits for
     them, the client runs in the caller's thread, leaving closes the cluster."""
-    from sim.cluster import started_client
+    from sim.processes.cluster import started_client
 
     started = started_client(1)
     with started as client:
@@ -265,7 +265,7 @@ def test_a_run_plans_its_shards_while_the_cluster_starts(monkeypatch) -> None:
     """Given a started cluster not yet entered, run_fleet plans the shards for its known
     worker count first, then waits for the workers, runs, and closes the cluster."""
     import sim.fleet as fleet
-    from sim.cluster import started_client
+    from sim.processes.cluster import started_client
 
     events: list[str] = []
     plan = fleet._plan

@@ -1,7 +1,7 @@
 """A dask worker plugin for the embedded cluster: its workers' process settings.
 
 - On start, a worker keeps the memory it frees for its next arrays
-  (`sim.allocator`): a shard allocates and frees arrays all along, and fresh pages
+  (`sim.processes.allocator`): a shard allocates and frees arrays all along, and fresh pages
   for each cost a tenth of its CPU time. (A worker forked from the fork server has
   the settings from it already; this is for one spawned instead.)
 - On exit, a worker leaves its heap without a last collection. At exit Python's
@@ -17,7 +17,7 @@ import gc
 
 from distributed import WorkerPlugin
 
-from sim.allocator import keep_freed_memory
+from sim.processes.allocator import keep_freed_memory
 
 
 class WorkerProcess(WorkerPlugin):

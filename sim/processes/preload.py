@@ -6,7 +6,7 @@ archive and the waits they cause), hourly availability checks and operation
 failures (the storage lane's kernel), and a scripted call (the API's handlers).
 Running it imports those modules and brings both compiled kernels in from their
 on-disk cache. The fork server of the embedded cluster runs it before it forks
-any worker (`sim.worker_boot`), and the benchmarks run it before they time one.
+any worker (`sim.processes.worker_boot`), and the benchmarks run it before they time one.
 """
 
 from __future__ import annotations

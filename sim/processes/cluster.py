@@ -6,7 +6,7 @@ its workers first, so that they boot while the command itself loads the modules
 it needs for the run. This module imports nothing heavy at the top, for that reason.
 
 The embedded cluster's workers are forked from a fork server that has loaded what
-every worker needs (`sim.fork_server`); where there is none (Windows) they are
+every worker needs (`sim.processes.fork_server`); where there is none (Windows) they are
 spawned and load it on their first task.
 """
 
@@ -50,8 +50,8 @@ def local_cluster(workers: int | None) -> Any:
 
     from distributed import LocalCluster
 
-    from sim.fork_server import start_fork_server
-    from sim.worker_process import WorkerProcess
+    from sim.processes.fork_server import start_fork_server
+    from sim.processes.worker_process import WorkerProcess
 
     # dashboard off; the scheduler's small HTTP server (health, metrics) takes any free
     # port instead of 8787, which another cluster on this machine may hold
@@ -71,7 +71,7 @@ def _cluster_settings(forked: bool) -> Any:
     workers, the client's share of that took a second of a run's time from them."""
     import dask
 
-    from sim.fork_server import worker_environ
+    from sim.processes.fork_server import worker_environ
 
     settings: dict[str, Any] = {
         "distributed.nanny.pre-spawn-environ": worker_environ(),

@@ -28,8 +28,8 @@ together. On the realistic fleet (10,000 computes x 30 days):
 
 `sim` sets them in its own process (called by the command line, so `sim serve` too)
 and in the embedded cluster's fork server before it forks any worker
-(`sim.worker_boot`); a worker spawned instead sets them on start
-(`sim.worker_process`), by when dask's threads have arenas of their own. A library
+(`sim.processes.worker_boot`); a worker spawned instead sets them on start
+(`sim.processes.worker_process`), by when dask's threads have arenas of their own. A library
 caller's process is left as it is; elsewhere than glibc (macOS, musl) nothing is set.
 """
 

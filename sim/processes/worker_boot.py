@@ -1,9 +1,9 @@
 """What a worker of the embedded cluster needs before its first shard, loaded once for all.
 
 The embedded cluster's workers are forked from multiprocessing's fork server
-(`sim.cluster`), which imports this module before it forks any: dask, the
+(`sim.processes.cluster`), which imports this module before it forks any: dask, the
 simulator, the API's route handlers (scripted calls go through them), and a small
-run with every feature whose code loads on first use (`sim.warm_up`), which brings
+run with every feature whose code loads on first use (`sim.processes.preload`), which brings
 the compiled kernels in from their on-disk cache. Each worker is a copy of that
 process and starts its first shard with all of it in memory.
 
@@ -22,17 +22,17 @@ import signal
 # ignores it once loaded, and would print a traceback; its workers get the handler back
 _interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-from sim.allocator import keep_freed_memory  # noqa: E402
+from sim.processes.allocator import keep_freed_memory  # noqa: E402
 
 keep_freed_memory()  # while this process has one thread: its workers' threads share one arena
 
-from sim.fork_server import worker_environ  # noqa: E402
+from sim.processes.fork_server import worker_environ  # noqa: E402
 
 os.environ.update(worker_environ())  # before numpy loads: its threads are counted then
 
 import distributed  # noqa: E402, F401  (what the worker process itself runs on)
 
-from sim.warm_up import warm_up  # noqa: E402
+from sim.processes.preload import warm_up  # noqa: E402
 
 try:
     warm_up()

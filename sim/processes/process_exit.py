@@ -5,7 +5,7 @@ big fleet (its rows, frames, pandas, matplotlib, numba) 0.4 s that `sim` spends
 after its last line, on objects that die with the process anyway. They are frozen
 out of those passes once the interpreter exits (our files are closed by then: the
 collector would have nothing of ours to finalize). The embedded cluster's workers
-do the same (`sim.worker_process`).
+do the same (`sim.processes.worker_process`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 With multiprocessing's `forkserver` start method, a server process started once
 imports the modules it is told to preload, then forks every new process from
-itself. Here it preloads `sim.worker_boot` (dask, the simulator, the compiled
+itself. Here it preloads `sim.processes.worker_boot` (dask, the simulator, the compiled
 kernels), so each worker starts its first shard with all of that in memory. The
 loading is done once, by one process, while the command that starts the cluster
 does its own start-up beside it.
@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 #: the module the fork server loads before it forks a worker
-WORKER_BOOT = "sim.worker_boot"
+WORKER_BOOT = "sim.processes.worker_boot"
 
 
 def start_fork_server() -> bool:
-    """Start the fork server with `sim.worker_boot` preloaded. Returns False where this
+    """Start the fork server with `sim.processes.worker_boot` preloaded. Returns False where this
     platform has no fork server (Windows), and the workers are then spawned.
 
     Returns at once: the server loads while the caller goes on. A second call finds it
@@ -114,7 +114,7 @@ def worker_environ() -> dict[str, str]:
     dask sets MALLOC_TRIM_THRESHOLD_ so that freed memory goes back to the system early.
     Setting it also fixes glibc's threshold for mapping large blocks at 128 KiB, so
     every array a run allocates and frees costs fresh pages: 15 % more CPU for a shard.
-    The workers keep freed memory instead (`sim.worker_process`).
+    The workers keep freed memory instead (`sim.processes.worker_process`).
 
     The fork server sets these before it loads numpy, and so before dask's configuration
     is complete (distributed adds its defaults when imported). So they are read from
