@@ -109,7 +109,7 @@ def _run(args: argparse.Namespace) -> int:
             shown = SimulatedTime(args.quiet, f"simulating {scenario.name}")
             with shown as update, closing(cluster) if cluster is not None else nullcontext():
                 if cluster is None:  # on a cluster, the workers have their own
-                    from sim.engine.kernel_ahead import compile_ahead
+                    from sim.kernel.kernel_ahead import compile_ahead
 
                     compile_ahead(shown.compiling)
                 result = run_fleet(args.file, seed=args.seed, cluster=cluster, progress=update)

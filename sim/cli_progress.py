@@ -42,7 +42,7 @@ class SimulatedTime:
         )
         self.bar.start()
         task = self.bar.add_task(self.label, total=1.0, reached="day 0")
-        from sim.engine.jit import watching
+        from sim.kernel.jit import watching
 
         self.compiling = KernelCompile(self.bar, task)
         self.watch = watching(self.compiling)
@@ -84,7 +84,7 @@ class KernelCompile:
             return
         # on a terminal, as the bars are: a log or a pipe gets the run's output unchanged
         if not self.told and self.bar.console.is_terminal:
-            from sim.engine.kernel_cache import notice
+            from sim.kernel.kernel_cache import notice
 
             self.bar.console.print(notice(), markup=False, highlight=False)
             self.told = True

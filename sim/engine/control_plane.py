@@ -87,7 +87,7 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         #: branches whose check loop ended because the compute kernel took their checks
         self.ended_checks: set[str] = set()
         #: projects whose storage lifecycle is replayed from their computes' kernel runs
-        #: (sim.engine.storage_replay): their idle clocks ring here without effect
+        #: (sim.kernel.storage_replay): their idle clocks ring here without effect
         self.kernel_storage: set[str] = set()
         #: what the kernels derive from `config` once per control plane (their tables of
         #: operation durations), by what it is

@@ -13,7 +13,7 @@ costs about one SimPy event.
 This is the per-session form of a compute's physics, for computes the SimPy
 engine runs itself: under `sim serve`, and in scenario runs for projects that
 scripted calls still touch. Scenario runs otherwise advance computes with the
-compiled kernel of `sim.engine.physics`, which makes the same decisions in the
+compiled kernel of `sim.kernel.physics`, which makes the same decisions in the
 same order; the two are held equal by tests on random workloads.
 """
 
@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from sim.engine.config import ConnectionRecording
-from sim.engine.kernel import timeout_at
 from sim.engine.model import Compute, ComputeStats
 from sim.engine.records import ConnectionRecord, Outcome, StateInterval
+from sim.engine.scheduling import timeout_at
 from sim.rules.connections import POOLER_MAX_CLIENTS, default_pool_size
 from sim.rules.sizes import RAM_GB_PER_CU, step_up, temp_disk_bytes
 from sim.rules.states import ComputeState

@@ -2,9 +2,9 @@
 
 A project's computes are built and started by the SimPy engine like any
 other, then left alone there, and after the run each compute's whole life is
-computed by the kernel (`sim.engine.physics`), project by project, with the
+computed by the kernel (`sim.kernel.physics`), project by project, with the
 project's storage lifecycle (detach, archive, and the reattach or unarchive a
-wake then waits for) replayed between its computes (`sim.engine.storage_replay`).
+wake then waits for) replayed between its computes (`sim.kernel.storage_replay`).
 A project that scripted calls name is the engine's around its calls
 (`sim.scenario.handover`) and the kernel's before and after them. What can
 only be known afterwards (two events at one instant whose order decides the
@@ -25,7 +25,8 @@ from sim.engine.feed import all_sessions
 from sim.engine.lifecycle import checked_compute
 from sim.engine.model import Compute, Operation
 from sim.engine.operation_rows import file_rows, stamps
-from sim.engine.physics_run import (
+from sim.kernel.handover import Taken, resume_compute
+from sim.kernel.physics_run import (
     Advanced,
     Gates,
     Sessions,
@@ -34,9 +35,8 @@ from sim.engine.physics_run import (
     advance_to_call,
     apply_advanced_to_end,
     op_order,
-    resume_compute,
 )
-from sim.engine.storage_replay import (
+from sim.kernel.storage_replay import (
     LaneSetup,
     Replayed,
     StorageStart,
@@ -49,7 +49,6 @@ from sim.engine.storage_replay import (
     tally_storage,
     unchanged,
 )
-from sim.scenario.handover import Taken
 from sim.scenario.references import body_references, parse_reference
 from sim.scenario.schema import ComputeSpec, Scenario
 from sim.scenario.warm_up import arrivals_on_engine_clock

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sim.scenario.runner as runner
-from sim.engine.storage_kernel import clocks
+from sim.kernel.storage_kernel import clocks
 from sim.scenario.loader import load_scenario, parse_scenario
 
 from .test_fleetpath import canonical, random_compute, random_distribution

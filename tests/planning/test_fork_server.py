@@ -29,7 +29,7 @@ def _what_a_worker_holds() -> dict:
     """Run on a worker: what it holds (before any shard, or after)."""
     import gc
 
-    from sim.engine import physics, storage_kernel
+    from sim.kernel import physics, storage_kernel
 
     # this module's own imports bring in the engine when dask unpickles this function,
     # but not the API's handlers, which only the fork server's warm-up loads

@@ -10,7 +10,7 @@ everything on that lane when it wakes (`Lifecycle.wake`).
 
 The compute kernel advances each compute alone. For a project whose storage
 the kernel's side runs, `replay_storage` walks the project's lane (a compiled
-walk: `sim.engine.storage_kernel`) through the computes' spans (when each was
+walk: `sim.kernel.storage_kernel`) through the computes' spans (when each was
 on) and wakes, in the engine's order, making the
 same decisions and drawing the same numbers from the project's streams, and
 says which wakes waited for the lane and until when (`Gates`). The kernel, run
@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from sim.engine import physics as k
-from sim.engine import storage_kernel as lane
 from sim.engine.model import Compute, Operation, Project
 from sim.engine.operation_rows import OperationColumns
-from sim.engine.physics_run import Advanced, Gates, durations_of
+from sim.kernel import physics as k
+from sim.kernel import storage_kernel as lane
+from sim.kernel.physics_run import Advanced, Gates, durations_of
 from sim.rules.operations import Action
 from sim.rules.states import OperationStatus as S
 
@@ -62,7 +62,7 @@ class StorageTie(Exception):
 class LaneOps(NamedTuple):
     """The lane's operations in creation order, as columns."""
 
-    action: np.ndarray  # codes of `sim.engine.storage_kernel`
+    action: np.ndarray  # codes of `sim.kernel.storage_kernel`
     branch_id: list[str]
     created: np.ndarray
     #: where each goes among the project's operations made at one instant: (instant, when
@@ -219,7 +219,7 @@ class LaneSetup:
 
 
 def replay_storage(setup: LaneSetup, advanced: list[Advanced], until: float) -> Replayed:
-    """Replay the project's storage lane to `until` (`sim.engine.storage_kernel`) from the
+    """Replay the project's storage lane to `until` (`sim.kernel.storage_kernel`) from the
     computes' kernel runs (in the setup's order). Raises StorageTie."""
     n_ops = [int(adv.out["i"][k.N_OPS]) for adv in advanced]
     out = lane.replay(

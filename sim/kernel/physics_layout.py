@@ -1,9 +1,9 @@
 """The compute kernel's layout: what its codes mean and where each piece of its state sits.
 
-The kernel (`sim.engine.physics`) works on plain arrays: a float and an integer state
+The kernel (`sim.kernel.physics`) works on plain arrays: a float and an integer state
 vector, a parameter vector and output arrays. These are the positions in them and the
 codes it writes, shared by the kernel and by the code that fills and reads its arrays
-(`sim.engine.physics_run`).
+(`sim.kernel.physics_run`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The storage lane's replay, compiled: idle clocks, rings, wakes and the lane in one call.
 
-`sim.engine.storage_replay` says what is replayed and why; this is the walk
+`sim.kernel.storage_replay` says what is replayed and why; this is the walk
 itself, on plain arrays. A project's holders of idle clocks are numbered: 0 is
 the project (its detach clock), 1.. its branches in order (their archive
 clocks). The lane's operations run one at a time, in the order they were
@@ -20,9 +20,9 @@ import math
 
 import numpy as np
 
-from sim.engine.generator_typing import typed_once
-from sim.engine.jit import INTERNAL, njit
-from sim.engine.physics import _draw
+from sim.kernel.generator_typing import typed_once
+from sim.kernel.jit import INTERNAL, njit
+from sim.kernel.physics import _draw
 
 INF = math.inf
 # the lane's actions, by code

@@ -1,10 +1,10 @@
 """How the compiled kernels are compiled: numba's `njit`, cached where this user can write,
 with one type per argument.
 
-The kernels (`sim.engine.physics`, `sim.engine.row_heaps`, `sim.engine.storage_kernel`)
+The kernels (`sim.kernel.physics`, `sim.kernel.row_heaps`, `sim.kernel.storage_kernel`)
 take `njit` from here instead of from numba. It is numba's, with two differences:
 
-- `cache=True` caches where `sim.engine.kernel_cache` says (which it settles before
+- `cache=True` caches where `sim.kernel.kernel_cache` says (which it settles before
   numba is imported), or nowhere when this user can write no cache: the kernel then
   compiles in every process instead of failing at import.
 - A compiled function called from another with a constant (`_submit(..., SUSPEND, ...)`,
@@ -24,8 +24,8 @@ from typing import Any, Protocol
 import numba
 from numba.core import event, types
 
-# settled before numba was imported: `sim.engine` imports it first of all
-from sim.engine import kernel_cache
+# settled before numba was imported: `sim.kernel` imports it first of all
+from sim.kernel import kernel_cache
 
 #: the kernels' functions that compile on their own (not inlined into their callers)
 FUNCTIONS: list[Any] = []

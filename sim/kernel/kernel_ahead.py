@@ -10,7 +10,7 @@ kernel is loaded from what the child wrote (or compiled here, if the child
 could not). When both are cached, this only loads them, as their first calls
 would have.
 
-Without a cache (`sim.engine.kernel_cache`) a child's work could not be shared,
+Without a cache (`sim.kernel.kernel_cache`) a child's work could not be shared,
 so nothing runs beside. `SIGNATURES` must stay the types the run calls the
 kernels with (tests/engine/test_kernel_compile.py checks it against a run);
 were they to drift, the run would compile its own on its first call, as before.
@@ -26,9 +26,9 @@ from typing import Any
 
 from numba.core import types
 
-from sim.engine import kernel_cache, physics, storage_kernel
-from sim.engine.generator_typing import GENERATOR_TYPE
-from sim.engine.jit import CompileWatcher, watching
+from sim.kernel import kernel_cache, physics, storage_kernel
+from sim.kernel.generator_typing import GENERATOR_TYPE
+from sim.kernel.jit import CompileWatcher, watching
 
 _F = types.Array(types.float64, 1, "C")
 _F2 = types.Array(types.float64, 2, "C")
@@ -44,7 +44,7 @@ SIGNATURES: dict[str, tuple[Any, ...]] = {
                _F64, _F64, GENERATOR_TYPE),
 }
 
-_CHILD = "from sim.engine.kernel_ahead import compile_storage; compile_storage()"
+_CHILD = "from sim.kernel.kernel_ahead import compile_storage; compile_storage()"
 
 
 def compile_storage() -> None:

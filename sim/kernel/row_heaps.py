@@ -9,12 +9,12 @@ Python list under `heapq` does: the SimPy engine's runtime takes the kernel's
 heaps over as they are, and hands its own back.
 
 Compiled without numba's reference counting, to be inlined into the kernel's
-helpers, which are too (see `sim.engine.physics`).
+helpers, which are too (see `sim.kernel.physics`).
 """
 
 from __future__ import annotations
 
-from sim.engine.jit import njit
+from sim.kernel.jit import njit
 
 _inline = njit(cache=True, inline="always", _nrt=False)
 

@@ -6,7 +6,7 @@ fraction of a second. Where, in this order:
 
 1. `NUMBA_CACHE_DIR`, when the user set it (numba's own setting), if it can be
    written;
-2. beside the code, in `sim/engine/__pycache__` (numba's default), if it can be
+2. beside the code, in `sim/kernel/__pycache__` (numba's default), if it can be
    written: a checkout, or an install by the user who runs it;
 3. otherwise in the user's cache, `$XDG_CACHE_HOME/sim/numba` (`~/.cache/sim/numba`
    without it): `sim` installed by root and run by someone else. This module sets
@@ -15,7 +15,7 @@ fraction of a second. Where, in this order:
 4. nowhere, when none of these can be written: the kernels then compile in every
    process that runs them, instead of failing with numba's "cannot cache" error.
 
-It runs before numba is imported (`sim.engine.jit` imports it first), once per
+It runs before numba is imported (`sim.kernel.jit` imports it first), once per
 process; `location()` says what it settled.
 """
 
