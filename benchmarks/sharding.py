@@ -1,6 +1,6 @@
 """Sharding: the same fleet on 2 dask workers against 1, as a speed-up (goal >= 1.7x).
 
-What it measures: `sim.fleet.run_fleet(path, client=...)` on an embedded
+What it measures: `sim.sweep.fleet.run_fleet(path, client=...)` on an embedded
 LocalCluster of 1 worker process, then of 2 (single-threaded workers, as
 `sim run --workers N` starts them). Only the run is timed: each cluster is
 started and warmed up (imports done, one small fleet run on every worker)
@@ -56,7 +56,7 @@ def _cpu_seconds() -> float:
 def timed_run(path: Path, workers: int) -> tuple[float, float, float, tuple]:
     """(wall seconds of the run only, CPU seconds the workers spent in it, CPU seconds
     this process (client, scheduler, merge) spent in it, a fingerprint of its rows)."""
-    from sim.fleet import open_client, run_fleet
+    from sim.sweep.fleet import open_client, run_fleet
 
     with tempfile.TemporaryDirectory(prefix="sim-bench-") as tmp:
         warm = write_fleet(fleet_text(2 * workers, 0.05), tmp, "warm.yaml")

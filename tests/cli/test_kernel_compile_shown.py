@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 from rich.progress import Progress, TextColumn
 
-from sim.cli_progress import KernelCompile
+from sim.cli.progress import KernelCompile
 from sim.kernel import kernel_cache
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import dask
 import pytest
 
-from sim.fleet import run_fleet
 from sim.metrics import TABLES, frames
 from sim.processes.fork_server import (
     fork_server_running,
@@ -20,6 +19,7 @@ from sim.processes.fork_server import (
     stop_fork_server,
     worker_environ,
 )
+from sim.sweep.fleet import run_fleet
 from tests.planning.conftest import QUICKSTART
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no fork server there")
@@ -40,7 +40,7 @@ def _what_a_worker_holds() -> dict:
 
 
 def test_workers_start_with_the_simulator_and_its_kernels_loaded() -> None:
-    from sim.fleet import open_client
+    from sim.sweep.fleet import open_client
 
     with open_client(2) as client:
         held = client.run(_what_a_worker_holds)

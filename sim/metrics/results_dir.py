@@ -107,7 +107,7 @@ def write_run(result: RunResult, scenario: Scenario, scenario_file: Path, out: P
               progress: Progress | None = None) -> WrittenRun:
     """Every file of a run's results into `out` (a staging directory), in a fixed order."""
     from sim.metrics import draw_charts, summary, write_results
-    from sim.report import SCENARIO_FILE, write_report
+    from sim.metrics.report import SCENARIO_FILE, write_report
 
     total = file_count()
     done = 0

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.engine.records import RunResult
+from sim.metrics.theory import p_suspended
 from sim.processes.cluster import default_workers, open_client, worker_count
 from sim.processes.main_guard import in_process_instead
 from sim.rules.timeouts import effective_suspend_timeout
@@ -39,7 +40,6 @@ from sim.scenario.merge import canonical_result, instance_order
 from sim.scenario.references import body_references, parse_reference
 from sim.scenario.runner import run_scenario
 from sim.scenario.schema import Scenario
-from sim.theory import p_suspended
 from sim.workload.streams import HOUR_S
 
 #: progress of a batch of tasks: (tasks done, tasks, simulated seconds reached, simulated total)

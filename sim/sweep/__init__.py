@@ -45,17 +45,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sim.fleet import (
-    BatchProgress,
-    Source,
-    open_client,
-    progress_reporter,
-    read_source,
-    run_fleet,
-    run_local,
-    run_tasks,
-)
 from sim.metrics import frames, summary
+from sim.metrics.theory import t_quantile_two_sided
 from sim.processes.main_guard import in_process_instead
 from sim.scenario.loader import ScenarioError, parse_scenario
 from sim.scenario.schema import Scenario
@@ -67,7 +58,16 @@ from sim.scenario.template_settings import (
     shown_value,
     template_target,
 )
-from sim.theory import t_quantile_two_sided
+from sim.sweep.fleet import (
+    BatchProgress,
+    Source,
+    open_client,
+    progress_reporter,
+    read_source,
+    run_fleet,
+    run_local,
+    run_tasks,
+)
 
 #: the summary's figures kept per run, and their dtype in runs.parquet
 KEY_FIGURES: dict[str, str] = {
@@ -293,7 +293,7 @@ def replication_seed(seed: int, replication: int) -> int:
 
 
 def template_figures(totals: Mapping[str, Any]) -> dict[str, Any]:
-    from sim.sweep_templates import TEMPLATE_FIGURES, TEMPLATES
+    from sim.sweep.templates import TEMPLATE_FIGURES, TEMPLATES
 
     return {TEMPLATES: [{key: t.get(key) for key in ("template", *TEMPLATE_FIGURES)}
                         for t in totals["templates"]]}
@@ -371,7 +371,7 @@ def run_sweep(
             figures = run_tasks(active, run_point, calls, progress)
     runs = runs_frame(chosen, [p for p, _, _ in points], jobs, figures)
     name = str(src.document.get("name", "scenario"))
-    from sim.sweep_templates import template_points_frame, template_runs_frame
+    from sim.sweep.templates import template_points_frame, template_runs_frame
 
     by_template = template_runs_frame(chosen, [p for p, _, _ in points], jobs, figures)
     return SweepResult(name, chosen, replications, runs, points_frame(runs, chosen),
@@ -516,7 +516,7 @@ def _plus_minus(half: float, mean: float, kind: str) -> str:
 def points_table(result: SweepResult, width: int = 160) -> str:
     """Per point: the swept values, then mean ±95% CI half-width of the key figures; then
     the same per point and template."""
-    from sim.sweep_templates import TEMPLATE_TABLE
+    from sim.sweep.templates import TEMPLATE_TABLE
 
     text = _figures_table(result.settings, result.points, _TABLE, width)
     if result.template_points is not None and len(result.template_points):

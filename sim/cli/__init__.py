@@ -16,10 +16,10 @@ from contextlib import AbstractContextManager, closing, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sim.cli_progress import Batch, FilesWritten, SimulatedTime
+from sim.cli.progress import Batch, FilesWritten, SimulatedTime
+from sim.cli.run_text import days, roads_line
 from sim.processes.allocator import keep_freed_memory
 from sim.processes.process_exit import exit_without_collecting
-from sim.run_text import days, roads_line
 
 if TYPE_CHECKING:
     from sim.api.limits import RateLimit
@@ -80,7 +80,7 @@ def _fork_server(embedded: bool) -> AbstractContextManager[object]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from sim.results_dir import ResultsExist, check_target, discard, publish, staging_dir, write_run
+    from sim.metrics.results_dir import ResultsExist, check_target, discard, publish, staging_dir, write_run
     from sim.scenario.loader import ScenarioError, load_scenario
 
     try:
@@ -98,9 +98,9 @@ def _run(args: argparse.Namespace) -> int:
 
     cluster = started_client(args.workers, args.scheduler) if args.workers or args.scheduler \
         else None
-    from sim.fleet import run_fleet
     from sim.metrics import summary_table
     from sim.scenario.runner import ScenarioRunError
+    from sim.sweep.fleet import run_fleet
 
     staging = None
     try:
@@ -153,7 +153,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     """Redraw a run's charts and report.html from the results saved in OUT_DIR."""
     from sim.metrics import draw_charts, read_results
     from sim.metrics.io import missing_results
-    from sim.report import write_report
+    from sim.metrics.report import write_report
 
     out = Path(args.dir)
     missing = missing_results(out)
