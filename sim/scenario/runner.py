@@ -22,6 +22,7 @@ from sim.engine.model import Compute
 from sim.engine.records import ActionRecord, RunResult
 from sim.rules.connections import DEFAULT_POOL_SHARE
 from sim.rules.errors import ApiError
+from sim.scenario.call_port import dispatcher
 from sim.scenario.fleetpath_run import FLEET_PATH, Workloads, engine_reasons, run_fleet_path
 from sim.scenario.handover import Taken, action_keys, schedule_calls, schedule_handovers
 from sim.scenario.merge import canonical_result, instance_order
@@ -165,7 +166,7 @@ def schedule_actions(cp: ControlPlane, scenario: Scenario, fleet: Fleet,
     `named`, beside it, the project instances each call named."""
     if not scenario.actions:
         return
-    from sim.api.dispatch import dispatch  # scenario -> api -> engine; FastAPI only when needed
+    dispatch = dispatcher()  # the HTTP layer's route handlers, through the port; FastAPI only when needed
 
     def run(action) -> None:
         try:
