@@ -15,7 +15,7 @@ worker, in the same invocation: the ratio is wall(1 worker) / wall(2 workers),
 so it shows what the second worker buys and nothing else. Runs alternate
 (1, 2, 1, 2) and the best of each side counts. The two results
 must hold the same rows (checked). The fleet (benchmarks/fleet.yaml: 5,000
-computes x 30 days, fleet path on, event records off) is sized so that
+computes x 30 days, kernel on, event records off) is sized so that
 per-shard work dominates task overhead: one worker spends ~20 CPU seconds on
 it. With 2 CPUs, 1.7x needs 85% parallel efficiency: the scheduler and the
 merge share those CPUs with the workers, and so does anything else running on
@@ -44,7 +44,7 @@ from _harness import Report, fleet_size, fleet_text, print_report, write_fleet
 
 TARGET = "sharding"
 GOAL = 1.7
-COMPUTES = 5_000  # x 30 days, 21.6 M sessions: ~20 CPU s on one worker (fleet path)
+COMPUTES = 5_000  # x 30 days, 21.6 M sessions: ~20 CPU s on one worker (kernel)
 DAYS = 30.0
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sim.scenario.roads import KERNEL, PER_SESSION, current
+
 
 def days(seconds: float) -> str:
     """A simulated span in days: "1 day", "0.5 days", "30 days"."""
@@ -10,15 +12,16 @@ def days(seconds: float) -> str:
 
 
 def roads_line(roads: dict[str, int]) -> str:
-    """How many computes each road computed, e.g. "16 computes: 14 by the fleet path,
-    2 by the fleet path but for their scripted calls"."""
-    kernel = {road: n for road, n in roads.items() if not road.startswith("engine: ")}
-    engine = {road.removeprefix("engine: "): n for road, n in roads.items()
-              if road.startswith("engine: ")}
+    """How many computes each road computed, e.g. "16 computes: 14 by the kernel,
+    2 by the kernel but for their scripted calls"."""
+    roads = current(roads)
+    kernel = {road: n for road, n in roads.items() if not road.startswith(PER_SESSION)}
+    per_session = {road.removeprefix(PER_SESSION): n for road, n in roads.items()
+                   if road.startswith(PER_SESSION)}
     parts = [f"{n} by the {road.replace('its scripted', 'their scripted')}"
              for road, n in kernel.items()]
-    line = f"{sum(roads.values())} computes: " + ", ".join(parts or ["0 by the fleet path"])
-    if engine:
-        why = ", ".join(f"{n} {reason}" for reason, n in engine.items())
-        line += f", {sum(engine.values())} by the SimPy engine ({why})"
+    line = f"{sum(roads.values())} computes: " + ", ".join(parts or [f"0 by the {KERNEL}"])
+    if per_session:
+        why = ", ".join(f"{n} {reason}" for reason, n in per_session.items())
+        line += f", {sum(per_session.values())} per-session in the SimPy engine ({why})"
     return line

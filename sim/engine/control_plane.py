@@ -151,7 +151,7 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
                           running_while_waiting: bool = False) -> Operation:
         project = self.projects[c.project_id]
         # a compute's operations draw from streams of its own, so its timeline depends
-        # only on its own inputs (what lets the fleet path reproduce it exactly)
+        # only on its own inputs (what lets the kernel reproduce it exactly)
         op = self.new_operation(project, action, c.branch_id, c.id,
                                 self.streams.get(f"ids/{c.key}"))
 

@@ -103,7 +103,7 @@ class ComputeRuntime:
         self.iv_state = compute.current_state
         self.iv_cu = compute.cu
         self.iv_start = self.env.now
-        #: set when the fleet path computes this compute's timeline instead of SimPy
+        #: set when the kernel computes this compute's timeline instead of SimPy
         self.external = False
         self.activated_at: float | None = None
         self.record_mode = self.config.record_connections
@@ -424,7 +424,7 @@ class ComputeRuntime:
     def activated(self) -> None:
         """The compute became active: admit everyone who waited for it."""
         now = self.env.now
-        if self.external:  # the fleet path takes it from here
+        if self.external:  # the kernel takes it from here
             self.activated_at = now
             return
         self.quiet_since = now

@@ -16,7 +16,7 @@ same decisions and drawing the same numbers from the project's streams, and
 says which wakes waited for the lane and until when (`Gates`). The kernel, run
 again with those gates, moves the computes' later spans a little, so the
 replay is repeated until it gives the gates the kernel ran with
-(`sim.scenario.fleetpath_run`): every gate depends only on what happened
+(`sim.scenario.kernel_run`): every gate depends only on what happened
 before it, so that fixed point is the engine's timeline. Where the order of two
 things at one instant would decide the outcome and is not known, it raises
 `StorageTie` and the project is left to the SimPy engine.

@@ -1,7 +1,7 @@
 """A small run that loads what runs load on first use, before anything is timed or forked.
 
 One day of one project whose run takes every road a shipped scenario may take:
-the fleet path with autoscaling and the pooler, a storage lifecycle (detach,
+the kernel with autoscaling and the pooler, a storage lifecycle (detach,
 archive and the waits they cause), hourly availability checks and operation
 failures (the storage lane's kernel), and a scripted call (the API's handlers).
 Running it imports those modules and brings both compiled kernels in from their

@@ -32,8 +32,8 @@ from sim.kernel.storage_replay import (
     storage_operations,
     tally_storage,
 )
-from sim.scenario.fleetpath_run import HandBack as Unresolved
-from sim.scenario.fleetpath_run import Workloads, _check_rank, checks_of, file_operations, segment_to_call
+from sim.scenario.kernel_run import HandBack as Unresolved
+from sim.scenario.kernel_run import Workloads, _check_rank, checks_of, file_operations, segment_to_call
 from sim.scenario.references import body_references, parse_reference
 from sim.scenario.schema import Scenario
 

@@ -1,6 +1,6 @@
 """How the compiled kernels are called: their Generator argument typed once, their
 outputs named (the kernels' results themselves are checked against the SimPy engine in
-test_fleetpath)."""
+test_kernel_equals_engine)."""
 
 from __future__ import annotations
 

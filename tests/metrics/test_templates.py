@@ -184,7 +184,7 @@ def test_the_same_whatever_is_recorded_when_the_engine_runs_computes() -> None:
     bare = run(dict(doc, record_connections="off", record_events="off"))
     assert bare["templates"] == full["templates"]
     assert by_name(full)["shop"]["queue_wait_p99_s"] is not None
-    assert result.roads.get("fleet path but for its scripted calls")  # the engine ran them a while
+    assert result.roads.get("kernel but for its scripted calls")  # the engine ran them a while
     # every warm connection to a pooled compute that got a session or timed out, once
     rows = tables["connections"]
     pooled = set(tables["computes"].query("pooler_enabled")["compute_id"])

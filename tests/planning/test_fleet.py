@@ -95,7 +95,7 @@ def test_canonical_order_groups_rows_by_project_in_instance_order() -> None:
     canonical = run_fleet(QUICKSTART)
     # every run returns its rows in canonical order, whichever road computed them
     assert run_scenario(scenario).intervals == canonical.intervals
-    assert run_scenario(scenario, fleet_path=False).intervals == canonical.intervals
+    assert run_scenario(scenario, kernel=False).intervals == canonical.intervals
     position = {row.compute_id: i for i, row in enumerate(canonical.computes)}
     for table, when in (("intervals", "start_s"), ("wakes", "at_s"), ("connections", "arrival_s")):
         keys = [(position[row.compute_id], getattr(row, when)) for row in getattr(canonical, table)]

@@ -1,4 +1,4 @@
-"""The fleet path gives exactly the SimPy engine's results, on many random workloads."""
+"""The kernel gives exactly the SimPy engine's results, on many random workloads."""
 
 from __future__ import annotations
 
@@ -107,10 +107,10 @@ def random_scenario(seed: int) -> dict:
 
 
 @pytest.mark.parametrize("seed", range(150))
-def test_fleet_path_equals_the_engine(seed: int, fallbacks: list[str]) -> None:
+def test_kernel_equals_the_engine(seed: int, fallbacks: list[str]) -> None:
     scenario = parse_scenario(random_scenario(seed))
-    engine = canonical(runner.run_scenario(scenario, fleet_path=False))
-    result = runner.run_scenario(scenario, fleet_path=True)
+    engine = canonical(runner.run_scenario(scenario, kernel=False))
+    result = runner.run_scenario(scenario, kernel=True)
     fleet = canonical(result)
     for name, table in engine.items():
         pd.testing.assert_frame_equal(table, fleet[name], check_exact=True, obj=name)
@@ -119,13 +119,13 @@ def test_fleet_path_equals_the_engine(seed: int, fallbacks: list[str]) -> None:
     assert sum(result.roads.values()) == computes
 
 
-def test_most_random_workloads_take_the_fleet_path(fallbacks: list[str]) -> None:
-    """The equality above is only evidence if the fleet path actually ran."""
+def test_most_random_workloads_take_the_kernel(fallbacks: list[str]) -> None:
+    """The equality above is only evidence if the kernel actually ran."""
     bulk = after_calls = total = 0
     for seed in range(0, 150, 5):
-        roads = runner.run_scenario(parse_scenario(random_scenario(seed)), fleet_path=True).roads
-        bulk += roads.get("fleet path", 0)
-        after_calls += roads.get("fleet path but for its scripted calls", 0)
+        roads = runner.run_scenario(parse_scenario(random_scenario(seed)), kernel=True).roads
+        bulk += roads.get("kernel", 0)
+        after_calls += roads.get("kernel but for its scripted calls", 0)
         total += sum(roads.values())
     assert bulk + after_calls >= 0.9 * total, (bulk, after_calls, total, fallbacks)
     assert after_calls > 0  # projects named by a scripted call, handed over after it
@@ -151,16 +151,16 @@ def test_refused_connections_are_computed_by_the_kernel(fallbacks: list[str]) ->
     # 200 sessions of 10 minutes at once on 0.25 CU (112 connections): some are refused
     scenario = parse_scenario(fleet_doc(burst_count=1, quiet_count=5))
     result = runner.run_scenario(scenario)
-    assert fallbacks == [] and result.roads == {"fleet path": 6}
+    assert fallbacks == [] and result.roads == {"kernel": 6}
     assert sum(row.refused for row in result.computes) > 0
-    engine = runner.run_scenario(scenario, fleet_path=False)
-    assert engine.roads == {"engine: fleet path off": 6}
+    engine = runner.run_scenario(scenario, kernel=False)
+    assert engine.roads == {"per-session: kernel off": 6}
     engine_tables = canonical(engine)
     for name, table in canonical(result).items():
         pd.testing.assert_frame_equal(table, engine_tables[name], check_exact=True, obj=name)
 
 
-def test_a_project_quiet_long_enough_to_detach_stays_on_the_fleet_path(
+def test_a_project_quiet_long_enough_to_detach_stays_on_the_kernel(
         fallbacks: list[str]) -> None:
     doc = fleet_doc(burst_count=0, quiet_count=3)
     doc["projects"] = [p for p in doc["projects"] if p["count"]]
@@ -171,10 +171,10 @@ def test_a_project_quiet_long_enough_to_detach_stays_on_the_fleet_path(
     scenario = parse_scenario(doc)
     result = runner.run_scenario(scenario)
     assert fallbacks == []
-    assert result.roads == {"fleet path": 4}
+    assert result.roads == {"kernel": 4}
     actions = {row.action for row in result.operations}
     assert {"tenant_detach", "tenant_reattach"} <= actions
-    engine_tables = canonical(runner.run_scenario(scenario, fleet_path=False))
+    engine_tables = canonical(runner.run_scenario(scenario, kernel=False))
     for name, table in canonical(result).items():
         pd.testing.assert_frame_equal(table, engine_tables[name], check_exact=True, obj=name)
 
@@ -194,13 +194,13 @@ def test_a_burst_open_at_a_scripted_call_keeps_the_engines_row_order(
                      "body": {"endpoint": {"suspend_timeout_seconds": 60}}}]}
     scenario = parse_scenario(doc)
     result = runner.run_scenario(scenario)
-    assert result.roads == {"fleet path": 1, "fleet path but for its scripted calls": 1}
-    engine_tables = canonical(runner.run_scenario(scenario, fleet_path=False))
+    assert result.roads == {"kernel": 1, "kernel but for its scripted calls": 1}
+    engine_tables = canonical(runner.run_scenario(scenario, kernel=False))
     for name, table in canonical(result).items():
         pd.testing.assert_frame_equal(table, engine_tables[name], check_exact=True, obj=name)
 
 
-def test_the_random_workloads_exercise_every_rule_on_the_fleet_path(fallbacks: list[str]) -> None:
+def test_the_random_workloads_exercise_every_rule_on_the_kernel(fallbacks: list[str]) -> None:
     """The equality above is evidence for each rule only if the kernel met it."""
     seen = dict.fromkeys(["refused", "queued", "queue_timeouts", "disk_full", "resizes",
                           "failed attempts", "check wakes", "cold starts",
@@ -211,7 +211,7 @@ def test_the_random_workloads_exercise_every_rule_on_the_fleet_path(fallbacks: l
         doc.pop("actions", None)
         doc["record_events"] = "all"
         result = runner.run_scenario(parse_scenario(doc))
-        assert set(result.roads) <= {"fleet path", "engine: handed back by the fleet path"}
+        assert set(result.roads) <= {"kernel", "per-session: handed back by the kernel"}
         for row in result.computes:
             seen["refused"] += row.refused
             seen["queued"] += row.queued

@@ -1,4 +1,4 @@
-"""The fleet path: which projects of a scenario the compute kernel advances, and running it.
+"""The kernel's part of a scenario run: which projects the kernel advances, and running it.
 
 A project's computes are built and started by the SimPy engine like any
 other, then left alone there, and after the run each compute's whole life is
@@ -53,7 +53,6 @@ from sim.scenario.references import body_references, parse_reference
 from sim.scenario.schema import ComputeSpec, Scenario
 from sim.scenario.warm_up import arrivals_on_engine_clock
 
-FLEET_PATH = "fleet path"
 #: rounds of kernel and storage replay before a project is left to the engine; two or three
 #: settle it (a round moves only what followed a gate that changed)
 STORAGE_ROUNDS = 8
@@ -64,7 +63,7 @@ class HandBack(Exception):
 
 
 def engine_reasons(scenario: Scenario) -> dict[str, str]:
-    """Instance key -> why the SimPy engine runs it, for the projects the fleet path cannot."""
+    """Instance key -> why the SimPy engine runs it, for the projects the kernel cannot."""
     named: set[str] = set()
     for action in scenario.actions:
         named |= {ref.instance_key for ref in action.references()}
@@ -258,7 +257,7 @@ def _check_storage_instants(advanced: list[Advanced], replayed: Replayed) -> Non
         raise HandBack("storage work made at the instant of a compute's operation")
 
 
-def run_fleet_path(cp: ControlPlane, workloads: Workloads,
+def run_kernel(cp: ControlPlane, workloads: Workloads,
                    placed: Sequence[tuple[Compute, ComputeSpec]], until: float,
                    taken: Sequence[Taken] = ()) -> dict[str, str]:
     """Advance every external compute to `until` and write it into `cp`, project by project:
