@@ -328,7 +328,8 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
     restored = None
     try:
         if args.state:
-            from sim.api.state_file import StateError, open_server, start_over
+            from sim.api.restore import open_server
+            from sim.api.state_file import StateError, start_over
             from sim.scenario.loader import ScenarioError
 
             if args.new:

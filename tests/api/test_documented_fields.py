@@ -219,7 +219,7 @@ def test_oauth_providers_take_vercel_and_a_microsoft_tenant(api: SimClient):
 
 def test_kept_fields_survive_a_restart_from_the_state_file(tmp_path):
     # the state file holds requests, and replays them through the same routes
-    from sim.api.journal import open_server
+    from sim.api.restore import open_server
 
     path = tmp_path / "world.db"
     server, _ = open_server(path)

@@ -54,7 +54,7 @@ def _installed_read_only(tmp_path: Path) -> Path:
     root = tmp_path / "site"
     shutil.copytree(REPO / "sim", root / "sim",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (root / "sim" / "engine" / "__pycache__").write_text("not a directory")
+    (root / "sim" / "kernel" / "__pycache__").write_text("not a directory")
     return root
 
 
