@@ -86,6 +86,69 @@ def test_no_two_packages_import_each_other() -> None:
     assert not both, both
 
 
+#: the cycles inside a package that stay, each a lazy import with a comment saying why: a
+#: module that builds on another one, which hands over to it for one figure or default
+KNOWN_CYCLES = [
+    {"sim.metrics.summary", "sim.metrics.templates"},
+    {"sim.scenario.schema", "sim.scenario.warm_up"},
+    {"sim.sweep", "sim.sweep.templates"},
+]
+
+
+def cycles_inside_packages() -> list[set[str]]:
+    """Groups of modules of one package that import each other, directly or not (Tarjan)."""
+    found = modules()
+    edges: dict[str, set[str]] = {name: set() for name in found}
+    for name, path in found.items():
+        names = imported(ast.parse(path.read_text(), str(path)))
+        for target in names:
+            # `from sim.x import y`: the module sim.x.y where there is one, else sim.x
+            if target not in found or any(other.startswith(target + ".") and other in found
+                                          for other in names):
+                continue
+            if target != name and package_of(target) == package_of(name):
+                edges[name].add(target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for name in found:
+        if name not in index:
+            visit(name)
+    return groups
+
+
+def test_no_cycles_inside_a_package_but_the_known_ones() -> None:
+    new = [sorted(g) for g in cycles_inside_packages() if g not in KNOWN_CYCLES]
+    assert not new, new
+
+
+def test_the_check_sees_the_known_cycles() -> None:
+    """Evidence the search finds a cycle (and a cycle broken since leaves this list)."""
+    found = cycles_inside_packages()
+    assert all(known in found for known in KNOWN_CYCLES), [sorted(g) for g in found]
+
+
 def test_the_check_sees_an_upward_import() -> None:
     tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import sim.api\n"
                      "def f():\n    from sim.cli import main\n")

@@ -293,7 +293,7 @@ def replication_seed(seed: int, replication: int) -> int:
 
 
 def template_figures(totals: Mapping[str, Any]) -> dict[str, Any]:
-    from sim.sweep.templates import TEMPLATE_FIGURES, TEMPLATES
+    from sim.sweep.templates import TEMPLATE_FIGURES, TEMPLATES  # it builds on this module
 
     return {TEMPLATES: [{key: t.get(key) for key in ("template", *TEMPLATE_FIGURES)}
                         for t in totals["templates"]]}
