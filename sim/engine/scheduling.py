@@ -1,9 +1,10 @@
-"""Two additions to SimPy's scheduler: an event at an exact absolute instant, and one now.
+"""SimPy scheduling helpers of the engine (not the kernel): an event at an exact absolute
+instant, and one now.
 
 `env.timeout(t - env.now)` lands at `env.now + (t - env.now)`, which in floating
 point may differ from `t` by an ulp. The compute runtime arms its timer at
-instants it computed itself (a deadline, an arrival), and the vectorised fleet
-path must reproduce those instants bit for bit, so the timer is pushed onto
+instants it computed itself (a deadline, an arrival), and the kernel (`sim.kernel`)
+must reproduce those instants bit for bit, so the timer is pushed onto
 SimPy's heap at `t` itself: the same `(time, priority, counter, event)` entry
 `Environment.schedule` would push.
 """
