@@ -69,7 +69,7 @@ def test_the_warm_up_leaves_no_thread_and_no_event_loop_to_fork() -> None:
     # ignored (a child inherits that): what the server restores is what it found
     code = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler);"
             "import sys, threading, sim.processes.worker_boot; d = sys.modules['sim.api.dispatch'];"
-            "from sim.engine import physics, storage_kernel as s;"
+            "from sim.kernel import physics, storage_kernel as s;"
             "print(threading.active_count(), d._dispatcher is None,"
             " len(physics.advance.signatures), len(s.replay.signatures),"
             " __import__('os').environ['OMP_NUM_THREADS'],"
