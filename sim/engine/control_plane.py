@@ -33,6 +33,7 @@ from sim.engine.records import ComputeRow, OperationRow, Recorder, RunResult, su
 from sim.engine.roles import RoleVerbs
 from sim.engine.row_table import RowTable
 from sim.engine.streams import Streams
+from sim.engine.usage import UsageLedger
 from sim.rules import roles as role_rules
 from sim.rules.errors import conflict, invalid, not_found
 from sim.rules.operations import Action
@@ -93,6 +94,9 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         #: operation durations), by what it is
         self.derived: dict[Any, Any] = {}
         self.auth = ManagedAuth(self)
+        #: per compute and hour, what it consumed (the consumption history of a served
+        #: world, `keep_usage`); None: not kept (a run's figures need no hourly ledger)
+        self.usage: UsageLedger | None = None
 
     # -- time ----------------------------------------------------------------
     @property
@@ -110,6 +114,13 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
             raise invalid("seconds", f"the clock stops at {MAX_SIMULATED_S / (365 * 86_400):g} "
                                      f"years after the start")
         self.run_until(self.env.now + seconds)
+
+    def keep_usage(self) -> None:
+        """Keep the hourly usage ledger from now on (before any compute is on)."""
+        if self.usage is None:
+            start = self.clock.start
+            offset = (start.minute * 60 + start.second + start.microsecond / 1e6) % 3600
+            self.usage = UsageLedger(offset, self.config.count_from_s)
 
     def publish_release(self, version: str) -> None:
         """A compute release: computes pick it up at their next start."""
