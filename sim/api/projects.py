@@ -28,7 +28,7 @@ from sim.api.schemas import (
     ProjectsResponse,
     ProjectUpdateRequest,
 )
-from sim.api.schemas_roles import BranchesPage
+from sim.api.schemas_roles import BranchesCount, BranchesPage
 from sim.engine.model import Branch, Project
 from sim.rules.errors import not_found
 
@@ -225,6 +225,20 @@ def list_branches(
                 "annotations": ser.annotations(cp, page),
                 "pagination": {"next": next_cursor, "sort_by": sort_by,
                                "sort_order": sort_order}}
+
+
+@router.get("/projects/{project_id}/branches/count", tags=["branches"],
+            response_model=BranchesCount, **OUT)
+def count_branches(
+    project_id: str, server: Server, key: Key,
+    search: Annotated[str | None, Query(description="part of a branch's name or id")] = None,
+):
+    """How many branches the project has (those whose name or id contains `search`)."""
+    with server.world() as cp:
+        key.project(cp, project_id)
+        page, _ = cp.page_branches(project_id, search=search, sort_by="name",
+                                   sort_order="asc", limit=None, cursor=None)
+        return {"count": len(page)}
 
 
 @router.get("/projects/{project_id}/branches/{branch_id}", tags=["branches"],
