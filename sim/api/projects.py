@@ -29,6 +29,7 @@ from sim.api.schemas import (
     ProjectUpdateRequest,
 )
 from sim.api.schemas_roles import BranchesCount, BranchesPage
+from sim.engine.control_plane import ControlPlane
 from sim.engine.model import Branch, Project
 from sim.rules.errors import not_found
 
@@ -181,6 +182,19 @@ def delete_project(project_id: str, server: Server, key: Key):
 # ---- branches --------------------------------------------------------------------------------
 
 
+def branch_history(cp: ControlPlane, project: Project, parent_id: str | None,
+                   kept: dict[str, Any]) -> float | None:
+    """Check a new branch's point in time on its parent and its expiry before anything
+    is made; normalise `parent_timestamp` (in `kept`); the expiry's instant."""
+    parent = cp.get_branch(project.id, parent_id or project.default_branch_id,
+                           field="branch.parent_id")
+    at = cp.point_in_time(project, parent, kept.get("parent_timestamp"),
+                          kept.get("parent_lsn"), prefix="branch.")
+    if at is not None and "parent_timestamp" in kept:
+        kept["parent_timestamp"] = cp.clock.iso(at)
+    return cp.check_expiry("branch.expires_at", kept.get("expires_at"))
+
+
 @router.post("/projects/{project_id}/branches", status_code=201, tags=["branches"],
              response_model=BranchCreated, responses=STATE_ERRORS, **OUT)
 def create_branch(project_id: str, server: Server, key: Key,
@@ -189,13 +203,16 @@ def create_branch(project_id: str, server: Server, key: Key,
     body = body or BranchCreateRequest()
     spec = given(body.branch)
     endpoints = [given(e) for e in body.endpoints or []]
+    kept = {**body.documented, **(body.branch.documented if body.branch else {})}
     with server.world() as cp:
-        key.project(cp, project_id)
+        project = key.project(cp, project_id)
+        expiry = branch_history(cp, project, spec.get("parent_id"), kept)
         made = cp.create_branch(project_id, spec.get("name"), spec.get("parent_id"), endpoints,
                                 protected=spec.get("protected", False),
                                 annotation=body.annotation_value)
-        keep_documented(made.branch, {**body.documented, **(body.branch.documented
-                                                            if body.branch else {})})
+        keep_documented(made.branch, kept)
+        if "expires_at" in kept:
+            cp.set_expiry(made.branch, expiry)
         primary = next((c for c in made.computes if c.is_read_write), None)
         return {"branch": ser.branch(cp, made.branch),
                 "endpoints": ser.endpoints(cp, made.computes),

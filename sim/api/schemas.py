@@ -318,6 +318,11 @@ class BranchOut(Out):
     init_source: str | None = None
     parent_lsn: str | None = None
     parent_timestamp: str | None = None
+    ttl_interval_seconds: int | None = None
+    # set by a restore (sim.engine.restore)
+    restored_from: str | None = None
+    restored_as: str | None = None
+    restore_status: str | None = None
 
 
 class ProjectListItemOut(Out):

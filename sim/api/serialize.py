@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 IDLE = ComputeState.IDLE.value
 #: documented request fields kept on a branch that its answers carry back as they are
-BRANCH_ECHOED = ("expires_at", "init_source", "parent_lsn", "parent_timestamp")
+BRANCH_ECHOED = ("expires_at", "init_source", "parent_lsn", "parent_timestamp",
+                 "ttl_interval_seconds", "restored_from", "restored_as", "restore_status")
 #: ... and on a project
 PROJECT_ECHOED = ("default_endpoint_settings",)
 PLATFORM = "aws"

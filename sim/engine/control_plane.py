@@ -18,6 +18,7 @@ import numpy as np
 import simpy
 
 from sim.engine.auth import ManagedAuth
+from sim.engine.branch_time import BranchTime
 from sim.engine.branches import NAME_MAX as NAME_MAX
 from sim.engine.branches import BranchVerbs, check_name
 from sim.engine.clock import DEFAULT_START, Clock, to_us
@@ -55,7 +56,7 @@ class Created:
     operations: list[Operation] = field(default_factory=list)
 
 
-class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
+class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs, BranchTime):
     def __init__(
         self,
         config: EngineConfig | None = None,
