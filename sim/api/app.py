@@ -29,6 +29,8 @@ from sim.api import (
     journal,
     limits,
     projects,
+    recovery,
+    restore,
     roles,
     users,
 )
@@ -71,6 +73,8 @@ def create_app(server: SimServer) -> FastAPI:
             {"name": "databases", "description": "Postgres databases of a branch (apply_config)"},
             {"name": "users", "description": "the current user and the regions"},
             {"name": "api keys"},
+            {"name": "snapshots", "description": "snapshots of a branch, their restore and "
+                                                "their schedule on the simulated clock"},
             {"name": "consumption", "description": "consumption history per project and "
                                                   "branch, from the simulated usage"},
             {"name": "simulation", "description": "the simulator's own controls (/_sim)"},
@@ -90,6 +94,8 @@ def create_app(server: SimServer) -> FastAPI:
     app.include_router(control.router)
     app.include_router(api_keys.router)
     app.include_router(consumption.router)
+    app.include_router(recovery.router)
+    app.include_router(restore.router)
     app.include_router(console.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

@@ -111,10 +111,13 @@ def list_projects(
     search: Annotated[str | None, Query(description="part of a project's name or id")] = None,
     org_id: Annotated[str | None, Query(description="only the projects of this organization")
                       ] = None,
+    recoverable: Annotated[bool, Query(description="only deleted projects within their "
+                                                   "recovery window")] = False,
 ):
     """The projects the key reaches, oldest first, a page at a time."""
     with server.world() as cp:
-        reached = [p for p in cp.list_projects() if key.reaches(p)]
+        listed = cp.recoverable_projects() if recoverable else cp.list_projects()
+        reached = [p for p in listed if key.reaches(p)]
         if org_id is not None:
             reached = [p for p in reached if p.org_id == org_id]
         if search:
@@ -189,7 +192,8 @@ def branch_history(cp: ControlPlane, project: Project, parent_id: str | None,
     parent = cp.get_branch(project.id, parent_id or project.default_branch_id,
                            field="branch.parent_id")
     at = cp.point_in_time(project, parent, kept.get("parent_timestamp"),
-                          kept.get("parent_lsn"), prefix="branch.")
+                          kept.get("parent_lsn"),
+                          fields=("branch.parent_timestamp", "branch.parent_lsn"))
     if at is not None and "parent_timestamp" in kept:
         kept["parent_timestamp"] = cp.clock.iso(at)
     return cp.check_expiry("branch.expires_at", kept.get("expires_at"))
@@ -231,13 +235,16 @@ def list_branches(
     sort_order: Annotated[SortOrder, Query()] = "desc",
     limit: Annotated[int | None, Query(ge=1, le=MAX_BRANCHES_PAGE)] = None,
     cursor: Annotated[str | None, Query(description="pagination.next of the last page")] = None,
+    include_deleted: Annotated[bool, Query(description="the deleted branches that may still "
+                                                       "be recovered too")] = False,
 ):
     """The project's branches, newest change first unless sorted otherwise; every one
     unless `limit` is given."""
     with server.world() as cp:
         key.project(cp, project_id)
         page, next_cursor = cp.page_branches(project_id, search=search, sort_by=sort_by,
-                                             sort_order=sort_order, limit=limit, cursor=cursor)
+                                             sort_order=sort_order, limit=limit, cursor=cursor,
+                                             include_deleted=include_deleted)
         return {"branches": ser.branches(cp, page, project_id),
                 "annotations": ser.annotations(cp, page),
                 "pagination": {"next": next_cursor, "sort_by": sort_by,

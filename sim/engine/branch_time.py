@@ -68,7 +68,7 @@ class BranchTime:
         if branch.documented.get("expires_at") != expires_at:
             return  # changed or removed since
         try:
-            self.delete_branch(branch.project_id, branch.id)
+            self.delete_branch(branch.project_id, branch.id, method="ttl")
         except ApiError:
             return  # may not be deleted now: it stays (docs/model.md)
 
@@ -79,16 +79,17 @@ class BranchTime:
 
     def point_in_time(self: ControlPlane, project: Project, branch: Branch,
                       timestamp: Any = None, lsn: Any = None, *,
-                      prefix: str = "") -> float | None:
+                      fields: tuple[str, str] = ("parent_timestamp", "parent_lsn"),
+                      ) -> float | None:
         """The instant a `parent_timestamp` or `parent_lsn` names on `branch` (None:
         neither given, the head; both given: each is checked, the LSN names it), refused
         outside the project's history window."""
         at = None
         if timestamp is not None:
-            at = self._within_history(project, branch, f"{prefix}parent_timestamp",
-                                      self.instant_of(f"{prefix}parent_timestamp", timestamp))
+            at = self._within_history(project, branch, fields[0],
+                                      self.instant_of(fields[0], timestamp))
         if lsn is not None:
-            field = f"{prefix}parent_lsn"
+            field = fields[1]
             found = time_of_lsn(project.created_at, lsn) if isinstance(lsn, str) else None
             if found is None:
                 raise invalid(field, "must be an LSN such as 0/16B3748")

@@ -31,8 +31,11 @@ from sim.engine.lifecycle import Lifecycle, is_on
 from sim.engine.model import USER_ID, Branch, Compute, Operation, Project
 from sim.engine.operation_rows import object_rows
 from sim.engine.records import ComputeRow, OperationRow, Recorder, RunResult, summarise_events
+from sim.engine.recovery import Recovery
+from sim.engine.restore import Restore
 from sim.engine.roles import RoleVerbs
 from sim.engine.row_table import RowTable
+from sim.engine.snapshots import Snapshot, SnapshotVerbs
 from sim.engine.streams import Streams
 from sim.engine.usage import UsageLedger
 from sim.rules import roles as role_rules
@@ -56,7 +59,8 @@ class Created:
     operations: list[Operation] = field(default_factory=list)
 
 
-class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs, BranchTime):
+class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs, BranchTime, Recovery,
+                   Restore, SnapshotVerbs):
     def __init__(
         self,
         config: EngineConfig | None = None,
@@ -98,6 +102,11 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs, BranchTime):
         #: per compute and hour, what it consumed (the consumption history of a served
         #: world, `keep_usage`); None: not kept (a run's figures need no hourly ledger)
         self.usage: UsageLedger | None = None
+        #: snapshots by id; each branch's snapshot schedule (items as plain dicts) and the
+        #: generation of its timers (a new schedule ends the former's)
+        self.snapshots: dict[str, Snapshot] = {}
+        self.snapshot_schedules: dict[str, list[dict[str, Any]]] = {}
+        self.schedule_generations: dict[str, int] = {}
 
     # -- time ----------------------------------------------------------------
     @property
@@ -340,7 +349,8 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs, BranchTime):
             self.branch_went_quiet(branch)
         return created
 
-    def delete_branch(self, project_id: str, branch_id: str) -> tuple[Branch, list[Operation]]:
+    def delete_branch(self, project_id: str, branch_id: str, method: str = "user"
+                      ) -> tuple[Branch, list[Operation]]:
         branch = self.get_branch(project_id, branch_id)
         project = self.projects[project_id]
         if branch.default:
@@ -357,6 +367,7 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs, BranchTime):
         for compute_id in list(branch.computes):
             ops += self.remove_compute(self.computes[compute_id])
         branch.deleted_at = self.env.now
+        branch.deletion_method = method
         project.branches.remove(branch.id)
         self.auth.branch_deleted(project.id, branch.id)
         return branch, ops
