@@ -90,7 +90,8 @@ class Restore:
             kept["parent_timestamp"] = self.clock.iso(point)
         kept["parent_lsn"] = self.lsn_of(project, point)
         kept["last_reset_at"] = self.clock.iso(now)
-        if "ttl_interval_seconds" in kept:  # a reset sets the same time to live again
+        if source.id != branch.id and "ttl_interval_seconds" in kept:
+            # a reset from another branch sets the same time to live again
             self.set_expiry(branch, now + kept["ttl_interval_seconds"])
         branch.archived = False
         branch.updated_at = now
