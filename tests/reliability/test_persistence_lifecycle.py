@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sim.api import in_process_client
 from sim.api.journal import open_server
 from sim.testing.state_digest import digest
@@ -62,9 +64,11 @@ def _session(api: Any) -> tuple[str, str]:
     return p, main
 
 
-def test_the_lifecycle_replays_from_the_journal(tmp_path: Path) -> None:
+@pytest.mark.parametrize("snapshot_every", [None, 3])
+def test_the_lifecycle_replays_from_the_journal(tmp_path: Path, snapshot_every) -> None:
+    """From the journal alone, and from a saved world (its pending timers included)."""
     path = tmp_path / "state.db"
-    server, api = open_kept(path)
+    server, api = open_kept(path, snapshot_every=snapshot_every)
     p, main = _session(api)
     before, views = digest(server.cp), seen(api, p, main)
     assert len(views["snapshots"]["snapshots"]) == 3  # the manual one, two hourly kept
@@ -75,7 +79,7 @@ def test_the_lifecycle_replays_from_the_journal(tmp_path: Path) -> None:
     api.close()
     server.journal.close()  # type: ignore[union-attr]
 
-    server, api = open_kept(path)
+    server, api = open_kept(path, snapshot_every=snapshot_every)
     try:
         assert digest(server.cp) == before
         assert seen(api, p, main) == views
