@@ -3,8 +3,8 @@
 Fed from the state intervals of computes as they close (the SimPy engine's
 `ComputeRuntime.close_interval` and the compute kernel's interval rows), so
 both paths fill it alike and nothing rescans rows later. Per compute and per
-UTC hour it keeps CU-seconds and active seconds: two numbers a compute-hour,
-bounded by the hours a compute was on (about 8,800 a year at most).
+UTC hour it keeps CU-seconds and active seconds: two numbers a compute-hour on,
+and no more than about 13 months of hours a compute (older ones are folded into one).
 
 Time before `count_from_s` (a served scenario's warm-up) is counted nowhere, as
 in the run's own figures, so the ledger's total is the run's CU-seconds.
@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from sim.engine.model import Compute
 
 HOUR_S = 3600.0
+#: hours kept one by one: the consumption history reaches a year back at most; older
+#: hours are folded into one cell per compute (their sum still counts in the totals)
+KEEP_HOURS = 367 * 24
+PRUNE_EVERY_HOURS = 30 * 24
 CU_S = 0  # index in a ledger cell: CU-seconds
 ACTIVE_S = 1  # index in a ledger cell: seconds on (any size)
 IDLE = ComputeState.IDLE.value
@@ -40,6 +44,7 @@ class UsageLedger:
     offset_s: float
     count_from_s: float = 0.0
     computes: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+    next_prune: int | None = None  # the hour at which older hours are next folded
 
     def hour_of(self, t: float) -> int:
         return int((t + self.offset_s) // HOUR_S)
@@ -55,6 +60,11 @@ class UsageLedger:
             return
         hours = self.computes.setdefault(compute_id, {})
         h = self.hour_of(start)
+        if self.next_prune is None:
+            self.next_prune = h + PRUNE_EVERY_HOURS
+        elif h >= self.next_prune:
+            self._fold_before(h - KEEP_HOURS)
+            self.next_prune = h + PRUNE_EVERY_HOURS
         while start < end:
             cut = min(end, self.hour_start(h + 1))
             if cut > start:
@@ -66,6 +76,19 @@ class UsageLedger:
                 cell[ACTIVE_S] += span
             start = cut
             h += 1
+
+    def _fold_before(self, cut: int) -> None:
+        """Fold every compute's cells before hour `cut` into one cell at `cut - 1`."""
+        for hours in self.computes.values():
+            old = [h for h in hours if h < cut]
+            if not old:
+                continue
+            cell = [0.0, 0.0]
+            for h in sorted(old):
+                cu_s, active_s = hours.pop(h)
+                cell[CU_S] += cu_s
+                cell[ACTIVE_S] += active_s
+            hours[cut - 1] = cell
 
     def add_many(self, compute_id: str, cu: np.ndarray, start: np.ndarray,
                  end: np.ndarray) -> None:

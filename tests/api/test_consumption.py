@@ -4,7 +4,7 @@ run's own CU-hours."""
 from __future__ import annotations
 
 from sim.api import SimServer, in_process_client
-from sim.engine.usage import UsageLedger, whole_seconds
+from sim.engine.usage import KEEP_HOURS, PRUNE_EVERY_HOURS, UsageLedger, whole_seconds
 from sim.scenario.loader import parse_scenario
 from sim.scenario.runner import run_scenario
 
@@ -107,3 +107,15 @@ def test_refusals_name_the_field(api) -> None:
                         params={**base, "granularity": "daily", "org_id": "org-nope",
                                 "metrics": "compute_unit_seconds"})
     assert other_org.status_code == 404
+
+
+def test_the_ledger_stays_bounded_and_keeps_its_total() -> None:
+    ledger = UsageLedger(offset_s=0.0)
+    for day in range(2 * 365):  # two years of one compute on an hour a day, at 0.5 CU
+        ledger.add("c", 0.5, day * 86_400.0, day * 86_400.0 + 3600)
+    cells = ledger.computes["c"]
+    assert len(cells) <= (KEEP_HOURS + PRUNE_EVERY_HOURS) // 24 + 2
+    last = max(cells)
+    assert whole_seconds(cells, 0, [(min(cells), last + 1)]) == [2 * 365 * 1800]
+    # the last year is still there hour by hour
+    assert sum(1 for h in cells if h > last - 365 * 24) == 365
