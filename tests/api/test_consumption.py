@@ -119,3 +119,25 @@ def test_the_ledger_stays_bounded_and_keeps_its_total() -> None:
     assert whole_seconds(cells, 0, [(min(cells), last + 1)]) == [2 * 365 * 1800]
     # the last year is still there hour by hour
     assert sum(1 for h in cells if h > last - 365 * 24) == 365
+
+
+def test_the_compute_kernel_fills_the_ledger_as_the_engine_does(monkeypatch) -> None:
+    """A world advanced by the compiled kernel folds the same intervals into the ledger."""
+    from sim.engine.control_plane import ControlPlane
+
+    made: list[ControlPlane] = []
+    original = ControlPlane.__init__
+
+    def keeping(self, *args, **kwargs) -> None:
+        original(self, *args, **kwargs)
+        self.keep_usage()
+        made.append(self)
+
+    monkeypatch.setattr(ControlPlane, "__init__", keeping)
+    run = run_scenario(parse_scenario(WEEK), fleet_path=True)
+    (cp,) = made
+    assert all(c.runtime is not None and c.runtime.external for c in cp.computes.values())
+    for row in run.computes:
+        cells = cp.usage.computes[row.compute_id]
+        assert abs(sum(cell[0] for cell in cells.values()) - row.cu_s) < 1e-6
+        assert abs(sum(cell[1] for cell in cells.values()) - row.active_s) < 1e-6
