@@ -71,3 +71,23 @@ def test_point_in_time_within_the_history_window(api) -> None:
     assert far.status_code == 400 and "last LSN" in far.json()["message"]
     bad = _branch(api, pid, name="lsn", parent_lsn="zz")
     assert bad.status_code == 400 and bad.json()["message"].startswith("branch.parent_lsn:")
+
+
+def test_on_a_realtime_clock_expiry_and_schedule_follow_wall_time() -> None:
+    from sim.api import SimServer, in_process_client
+    from tests.api.test_server import FakeWall
+
+    wall = FakeWall()
+    server = SimServer(clock="realtime", speed=3600, wall=wall)  # a wall second, an hour
+    api = in_process_client(server)
+    made = make_project(api)
+    pid, main = made["project"]["id"], made["branch"]["id"]
+    tmp = _branch(api, pid, name="tmp", expires_at="2026-01-05T02:00:00Z").json()["branch"]
+    assert api.put(f"projects/{pid}/branches/{main}/backup_schedule",
+                   json={"schedule": [{"frequency": "hourly"}]}).status_code == 200
+    wall.t += 1.5  # 01:30 simulated
+    assert api.get(f"projects/{pid}/branches/{tmp['id']}").status_code == 200
+    wall.t += 1.0  # 02:30
+    assert api.get(f"projects/{pid}/branches/{tmp['id']}").status_code == 404
+    snaps = api.get(f"projects/{pid}/snapshots").json()["snapshots"]
+    assert [s["timestamp"] for s in snaps] == ["2026-01-05T01:00:00Z", "2026-01-05T02:00:00Z"]
