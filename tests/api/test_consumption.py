@@ -102,7 +102,7 @@ def test_refusals_name_the_field(api) -> None:
     assert bad.status_code == 400 and bad.json()["message"].startswith("metrics:")
     backwards = api.get("consumption_history/projects",
                         params={"from": base["to"], "to": base["from"], "granularity": "daily"})
-    assert backwards.status_code == 400 and backwards.json()["message"].startswith("to:")
+    assert backwards.status_code == 406 and backwards.json()["message"].startswith("to:")
     other_org = api.get("consumption_history/v2/projects",
                         params={**base, "granularity": "daily", "org_id": "org-nope",
                                 "metrics": "compute_unit_seconds"})
