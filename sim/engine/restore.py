@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sim.engine.lifecycle import ACTIVE
 from sim.rules.errors import conflict, invalid
 from sim.rules.operations import Action
 
@@ -120,6 +121,6 @@ class Restore:
         ops: list[Operation] = []
         for compute_id in branch.computes:
             c: Compute = self.computes[compute_id]
-            if c.current_state == "active" and c.pending_state is None:
+            if c.current_state == ACTIVE and c.pending_state is None:
                 ops += self._restart_ops(c)
         return ops

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from sim.engine.lifecycle import ACTIVE
 from sim.engine.timers import call_at
 from sim.rules.errors import conflict, invalid, not_found
 from sim.rules.operations import Action
@@ -177,7 +178,7 @@ class SnapshotVerbs:
     def _move_onto(self: ControlPlane, c: Compute, left: Branch, branch: Branch
                    ) -> list[Operation]:
         """A compute moves to the restored branch: a running one restarts on it."""
-        was_on = c.current_state == "active" and c.pending_state is None
+        was_on = c.current_state == ACTIVE and c.pending_state is None
         left.computes.remove(c.id)
         branch.computes.append(c.id)
         c.branch_id = branch.id
