@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from sim.engine.lifecycle import IDLE
 from sim.engine.model import Branch
-from sim.rules.errors import conflict, not_found
+from sim.rules.errors import conflict, locked, not_found
 
 if TYPE_CHECKING:
     from sim.engine.control_plane import ControlPlane
@@ -54,12 +54,14 @@ class Recovery:
         if self.now > (self.recoverable_until(project) or 0):
             raise not_found("project", project_id, "project_id")  # its recovery window ended
         deleted_at = project.deleted_at
+        branches = [self.branches[b] for b in project.branches
+                    if self.branches[b].deleted_at == deleted_at]
+        for branch in branches:
+            self._check_stopped(branch, deleted_at)
         project.deleted_at = None
         project.updated_at = self.now
-        for branch_id in project.branches:
-            branch = self.branches[branch_id]
-            if branch.deleted_at == deleted_at:
-                self._bring_back(branch, deleted_at)
+        for branch in branches:
+            self._bring_back(branch, deleted_at)
         self.project_went_quiet(project)
         return project
 
@@ -78,18 +80,29 @@ class Recovery:
             raise conflict("branch_id", f"its parent {parent.id} is deleted; recover it first")
         if any(self.branches[b].name == branch.name for b in project.branches):
             raise conflict("branch_id", f"project already has a branch named {branch.name!r}")
+        self._check_stopped(branch, branch.deleted_at)
         project.branches.append(branch.id)
         computes = self._bring_back(branch, branch.deleted_at)
         return branch, computes
 
+    def _deleted_with(self: ControlPlane, branch: Branch, deleted_at: float) -> list[Compute]:
+        return [c for c in self.computes.values()
+                if c.branch_id == branch.id and c.deleted_at == deleted_at]
+
+    def _check_stopped(self: ControlPlane, branch: Branch, deleted_at: float) -> None:
+        """423 while a compute deleted with the branch is still being stopped."""
+        for c in self._deleted_with(branch, deleted_at):
+            if self.executor.lane_busy(c.id):
+                raise locked(f"endpoint {c.id} is still being stopped after the deletion; "
+                             f"retry later")
+
     def _bring_back(self: ControlPlane, branch: Branch, deleted_at: float) -> list[Compute]:
-        """Clear the deletion of a branch and of the computes deleted with it."""
+        """Clear the deletion of a branch and of the computes deleted with it (stopped)."""
         now = self.now
         branch.deleted_at = None
         branch.deletion_method = None
         branch.updated_at = now
-        back = [c for c in self.computes.values()
-                if c.branch_id == branch.id and c.deleted_at == deleted_at]
+        back = self._deleted_with(branch, deleted_at)
         for c in back:
             c.deleted_at = None
             c.updated_at = now

@@ -324,6 +324,7 @@ def test_a_project_scoped_key_may_not_delete_its_project(setup: Setup) -> None:
           404, "NOT_FOUND")
     assert setup.call("DELETE", P, None, key=setup.secrets["organization"]).status_code == 200
     # nor recover it
+    setup.server.cp.advance(60)  # (its computes stopped)
     r = setup.call("POST", P + "/recover", None, key=setup.secrets["project"])
     assert "project-scoped" in error(r, 403, "FORBIDDEN")["message"]
     assert setup.call("POST", P + "/recover", None,
