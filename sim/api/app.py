@@ -23,11 +23,14 @@ from sim.api import (
     branches,
     computes,
     console,
+    consumption,
     control,
     errors,
     journal,
     limits,
     projects,
+    branch_restore,
+    recovery,
     roles,
     users,
 )
@@ -70,6 +73,10 @@ def create_app(server: SimServer) -> FastAPI:
             {"name": "databases", "description": "Postgres databases of a branch (apply_config)"},
             {"name": "users", "description": "the current user and the regions"},
             {"name": "api keys"},
+            {"name": "snapshots", "description": "snapshots of a branch, their restore and "
+                                                "their schedule on the simulated clock"},
+            {"name": "consumption", "description": "consumption history per project and "
+                                                  "branch, from the simulated usage"},
             {"name": "simulation", "description": "the simulator's own controls (/_sim)"},
         ],
     )
@@ -86,6 +93,9 @@ def create_app(server: SimServer) -> FastAPI:
     app.include_router(auth.router)
     app.include_router(control.router)
     app.include_router(api_keys.router)
+    app.include_router(consumption.router)
+    app.include_router(recovery.router)
+    app.include_router(branch_restore.router)
     app.include_router(console.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

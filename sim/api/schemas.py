@@ -318,6 +318,13 @@ class BranchOut(Out):
     init_source: str | None = None
     parent_lsn: str | None = None
     parent_timestamp: str | None = None
+    ttl_interval_seconds: int | None = None
+    last_reset_at: str | None = None
+    recovery: dict[str, str] | None = None  # a deleted branch: until when it may be recovered
+    # set by a restore (sim.engine.restore)
+    restored_from: str | None = None
+    restored_as: str | None = None
+    restore_status: str | None = None
 
 
 class ProjectListItemOut(Out):

@@ -136,7 +136,9 @@ class SimServer:
     def _build(self) -> ControlPlane:
         scenario = self.scenario
         if scenario is None:
-            return ControlPlane(self.config, seed=self.seed, start=DEFAULT_START)
+            fresh = ControlPlane(self.config, seed=self.seed, start=DEFAULT_START)
+            fresh.keep_usage()  # a served world answers its consumption history
+            return fresh
         from sim.scenario.runner import (
             Fleet,
             ScenarioRunError,
@@ -153,6 +155,7 @@ class SimServer:
                           start=scenario.start - timedelta(seconds=warm_up),
                           region_id=scenario.region_id,
                           plan=scenario.plan_of(scenario.projects[0]))
+        cp.keep_usage()
         scenario = led_by_warm_up(scenario, warm_up)
         fleet = Fleet()
         placed: list[tuple[Compute, ComputeSpec]] = []

@@ -174,6 +174,7 @@ class Branch:
     databases: dict[str, Database] = field(default_factory=dict)  # by name, creation order
     # request fields of the real API the simulator keeps but does not model (answered back)
     documented: dict[str, Any] = field(default_factory=dict)
+    deletion_method: str | None = None  # "user" or "ttl" (its expiry), once deleted
 
 
 @dataclass(slots=True, eq=False)

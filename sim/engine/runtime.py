@@ -499,6 +499,8 @@ class ComputeRuntime:
             self.recorder.intervals.append(
                 StateInterval(c.id, c.project_id, self.iv_state, self.iv_cu, self.iv_start, now)
             )
+            if self.iv_state != IDLE and self.cp.usage is not None:  # the consumption history
+                self.cp.usage.add(c.id, self.iv_cu, self.iv_start, now)
             counted = now - max(self.iv_start, self.config.count_from_s)  # not the warm-up
             if self.iv_state != IDLE and counted > 0:
                 c.stats.active_s += counted

@@ -277,6 +277,10 @@ def _apply_rows(cp: ControlPlane, adv: Advanced, engine_next: bool) -> bool:
     adv.open_records = _connections(cp, adv, engine_next)
     _queue_waits(cp, adv)
     n_iv, n_wake = int(i[k.N_IV]), int(i[k.N_WAKE])
+    if cp.usage is not None:  # the consumption history, from the same intervals
+        on_iv = out["iv_state"][:n_iv] != k.IDLE
+        cp.usage.add_many(c.id, out["iv_cu"][:n_iv][on_iv], out["iv_start"][:n_iv][on_iv],
+                          out["iv_end"][:n_iv][on_iv])
     if not cp.config.record_events:
         on = out["iv_state"][:n_iv] != k.IDLE
         t0 = cp.config.count_from_s

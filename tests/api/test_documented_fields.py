@@ -76,7 +76,7 @@ def test_postgres_18(api: SimClient):
 def test_branch_fields_are_kept_and_answered(api: SimClient):
     pid = make_project(api)["project"]["id"]
     sent = {"name": "preview", "expires_at": "2026-02-01T00:00:00Z", "init_source": "schema-only",
-            "parent_timestamp": "2026-01-05T00:00:00Z", "parent_lsn": "0/1F2E3D4",
+            "parent_timestamp": "2026-01-05T00:00:00Z", "parent_lsn": "0/16B3748",
             "protected": True}
     r = api.post(f"projects/{pid}/branches",
                  json={"branch": sent, "annotation_value": {"ticket": "T-1"}})

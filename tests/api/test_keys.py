@@ -19,6 +19,9 @@ CONNECT_BODY = {"project_id": "{project_id}", "endpoint_id": "{endpoint_id}", "c
 A = P + "/auth"
 AUTH_BODY = {"project_id": "{project_id}", "auth_provider": "stack"}  # project_id in the body
 DOMAIN = {"domain": "https://k.example.com", "auth_provider": "stack"}
+CONSUMPTION = "/api/v2/consumption_history/"
+SPAN = "from=2026-01-05T00:00:00Z&to=2026-01-06T00:00:00Z&granularity=hourly"
+V2 = "&org_id=org-1&metrics=compute_unit_seconds"
 
 #: (method, path, body, status for a project-scoped key of ANOTHER project)
 ROUTES: list[tuple[str, str, Any, int]] = [
@@ -90,6 +93,23 @@ ROUTES: list[tuple[str, str, Any, int]] = [
     ("GET", "/api/v2/api_keys", None, 403),  # API keys: a personal key's business
     ("POST", "/api/v2/api_keys", {"key_name": "k"}, 403),
     ("DELETE", "/api/v2/api_keys/1", None, 403),
+    # the lifecycle over time: consumption (a project key sees its own project only),
+    # restore and recovery, snapshots and their schedule
+    ("GET", CONSUMPTION + "projects?" + SPAN, None, 200),
+    ("GET", CONSUMPTION + "v2/projects?" + SPAN + V2, None, 200),
+    ("GET", CONSUMPTION + "v2/branches?" + SPAN + V2 + "&project_ids={project_id}", None, 200),
+    ("GET", P + "/branches/count", None, 404),
+    ("POST", P + "/recover", None, 404),
+    ("POST", P + "/branches/{branch_id}/recover", None, 404),
+    ("POST", P + "/branches/{branch_id}/restore", {"source_branch_id": "{branch_id}"}, 404),
+    ("POST", P + "/branches/{branch_id}/finalize_restore", None, 404),
+    ("POST", P + "/branches/{branch_id}/snapshot", None, 404),
+    ("GET", P + "/snapshots", None, 404),
+    ("PATCH", P + "/snapshots/{snapshot_id}", {"snapshot": {"name": "n"}}, 404),
+    ("DELETE", P + "/snapshots/{snapshot_id}", None, 404),
+    ("POST", P + "/snapshots/{snapshot_id}/restore", None, 404),
+    ("GET", P + "/branches/{branch_id}/backup_schedule", None, 404),
+    ("PUT", P + "/branches/{branch_id}/backup_schedule", {"schedule": []}, 404),
     ("POST", "/_sim/reset", None, 403),  # last: it would wipe the world
 ]
 
@@ -106,7 +126,8 @@ def test_table_covers_every_route(server: SimServer) -> None:
     """Every operation of the OpenAPI document has a row (the console page is not in it)."""
     paths = create_app(server).openapi()["paths"]
     documented = {(m.upper(), p) for p, ops in paths.items() for m in ops}
-    assert documented == {(m, p.replace("/1", "/{key_id}")) for m, p, _, _ in ROUTES}
+    assert documented == {(m, p.replace("/1", "/{key_id}").partition("?")[0])
+                          for m, p, _, _ in ROUTES}
 
 
 @pytest.fixture
@@ -123,6 +144,8 @@ def world(api: SimClient) -> dict[str, str]:
     r = api.post(f"projects/{ids['project_id']}/auth/oauth_providers", json={"id": "github"})
     assert r.status_code == 200
     ids.update(auth_user_id=user["id"], auth_provider="stack", oauth_provider_id="github")
+    snap = api.post(f"projects/{ids['project_id']}/branches/{ids['branch_id']}/snapshot")
+    ids["snapshot_id"] = snap.json()["snapshot"]["id"]
     api.advance(60)
     return ids
 

@@ -82,7 +82,7 @@ def assert_same_tables(scenario) -> runner.RunResult:
 
 
 @pytest.mark.parametrize("seed", range(60))
-def test_storage_replayed_on_the_fleet_path_equals_the_engine(seed: int,
+def test_storage_replayed_by_the_kernel_equals_the_engine(seed: int,
                                                               fallbacks: list[str]) -> None:
     assert_same_tables(parse_scenario(storage_scenario(seed)))
 

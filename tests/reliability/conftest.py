@@ -43,6 +43,7 @@ class World:
     oauth_provider_id: str = "github"
     auth_provider: str = "stack"
     domain: str = "https://app.example.com"
+    snapshot_id: str = ""  # a snapshot of main
 
     @property
     def endpoint_ids(self) -> tuple[str, ...]:
@@ -68,6 +69,7 @@ class World:
             "database_name": ("neondb",),
             "owner_name": ("neondb_owner",),
             "key_id": ("1",),  # the API key of the world's first client
+            "snapshot_id": (self.snapshot_id,),
         }
 
 
@@ -90,9 +92,11 @@ def build_world(server: SimServer) -> World:
         cp.advance(30)
         starting, _ = cp.create_compute(project.id, main.id, "read_only")
         ops = tuple(op.id for op in project.operations)
+        snapshot, _ = cp.create_snapshot(project.id, main.id)
     assert primary.current_state == "active" and idle.current_state == "idle"
     assert starting.pending_state == "active"
-    return World(project.id, main.id, dev.id, primary.id, idle.id, starting.id, ops, user)
+    return World(project.id, main.id, dev.id, primary.id, idle.id, starting.id, ops, user,
+                 snapshot_id=snapshot.id)
 
 
 # ---- figures for the report ------------------------------------------------------------------

@@ -38,6 +38,13 @@ A = P + "/auth"
 B = P + "/branches/{branch_id}"
 AUTH = {"project_id": "{project_id}", "auth_provider": "stack"}
 
+SPAN = "from=2026-01-05T00:00:00Z&to=2026-01-06T00:00:00Z&granularity=daily"
+CONSUMPTION_V1 = "/api/v2/consumption_history/projects?" + SPAN
+CONSUMPTION_V2_PROJECTS = ("/api/v2/consumption_history/v2/projects?" + SPAN
+                           + "&org_id=org-1&metrics=compute_unit_seconds")
+CONSUMPTION_V2_BRANCHES = CONSUMPTION_V2_PROJECTS.replace("v2/projects", "v2/branches") + (
+    "&project_ids=unknown-0")
+
 #: every route, with a body that would succeed for a key that reaches the world's project
 ROUTES: list[tuple[str, str, Any]] = [
     ("POST", "/api/v2/projects", {"project": {"name": "x"}}),
@@ -106,6 +113,22 @@ ROUTES: list[tuple[str, str, Any]] = [
     ("GET", "/api/v2/api_keys", None),
     ("POST", "/api/v2/api_keys", {"key_name": "k"}),
     ("DELETE", "/api/v2/api_keys/{key_id}", None),
+    # the lifecycle over time
+    ("GET", CONSUMPTION_V1, None),
+    ("GET", CONSUMPTION_V2_PROJECTS, None),
+    ("GET", CONSUMPTION_V2_BRANCHES, None),
+    ("GET", P + "/branches/count", None),
+    ("POST", P + "/recover", None),
+    ("POST", B + "/recover", None),
+    ("POST", P + "/branches/{dev_branch_id}/restore", {"source_branch_id": "{branch_id}"}),
+    ("POST", B + "/finalize_restore", None),
+    ("POST", B + "/snapshot", None),
+    ("GET", P + "/snapshots", None),
+    ("PATCH", P + "/snapshots/{snapshot_id}", {"snapshot": {"name": "renamed"}}),
+    ("DELETE", P + "/snapshots/{snapshot_id}", None),
+    ("POST", P + "/snapshots/{snapshot_id}/restore", {"name": "restored"}),
+    ("GET", B + "/backup_schedule", None),
+    ("PUT", B + "/backup_schedule", {"schedule": [{"frequency": "daily", "hour": 6}]}),
 ]
 #: routes that name no project: reach does not apply (any valid key; POST /projects: 403 below)
 UNSCOPED = {("POST", "/api/v2/projects"), ("GET", "/api/v2/projects"), ("GET", "/_sim/clock"),
@@ -113,7 +136,9 @@ UNSCOPED = {("POST", "/api/v2/projects"), ("GET", "/api/v2/projects"), ("GET", "
             ("GET", "/api/v2/regions"),
             ("POST", "/_sim/advance"), ("GET", "/_sim/faults"), ("POST", "/_sim/faults"),
             ("GET", "/_sim/console"), ("POST", "/_sim/reset"), ("GET", "/api/v2/api_keys"),
-            ("POST", "/api/v2/api_keys"), ("DELETE", "/api/v2/api_keys/{key_id}")}
+            ("POST", "/api/v2/api_keys"), ("DELETE", "/api/v2/api_keys/{key_id}"),
+            ("GET", CONSUMPTION_V1), ("GET", CONSUMPTION_V2_PROJECTS),
+            ("GET", CONSUMPTION_V2_BRANCHES)}
 #: what a project-scoped key may not do outside any project (403)
 WORLD_WIDE = [("POST", "/_sim/advance", {"seconds": 1}), ("POST", "/_sim/faults",
               {"extra_latency_ms": 0}), ("POST", "/_sim/reset", None)]
@@ -124,7 +149,8 @@ KINDS = ("personal", "organization", "project")
 def test_the_table_covers_every_route() -> None:
     doc = create_app(SimServer(seed=SEED)).openapi()
     documented = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
-    listed = {(m, p.replace("{dev_branch_id}", "{branch_id}")) for m, p, _ in ROUTES}
+    listed = {(m, p.replace("{dev_branch_id}", "{branch_id}").partition("?")[0])
+              for m, p, _ in ROUTES}
     assert listed == documented
 
 
@@ -160,7 +186,7 @@ class Setup:
                 "operation_id": w.operation_ids[0], "auth_user_id": w.auth_user_id,
                 "auth_provider": "stack", "oauth_provider_id": w.oauth_provider_id,
                 "role_name": "neondb_owner", "database_name": "neondb",
-                "key_id": self.spare_id}
+                "key_id": self.spare_id, "snapshot_id": w.snapshot_id}
 
     def call(self, method: str, path: str, body: Any, *, key: str | None,
              project_id: str | None = None, header: str | None = None) -> Any:
@@ -262,7 +288,8 @@ def test_listing_shows_only_projects_within_reach(setup: Setup, kind: str) -> No
 @pytest.mark.parametrize("kind", KINDS)
 def test_within_reach_every_kind_may_act(setup: Setup, kind: str) -> None:
     for method, path, body in SCOPED:
-        if (method, path) == ("DELETE", P):
+        if (method, path) == ("DELETE", P) or (
+                (method, path) == ("POST", P + "/recover") and kind == "project"):
             continue  # a project-scoped key may not: the 403 tests below
         setup.rebuild()
         r = setup.call(method, path, body, key=setup.secrets[kind])
@@ -296,6 +323,12 @@ def test_a_project_scoped_key_may_not_delete_its_project(setup: Setup) -> None:
     error(setup.call("DELETE", P, None, key=setup.secrets["project"], project_id=setup.foreign),
           404, "NOT_FOUND")
     assert setup.call("DELETE", P, None, key=setup.secrets["organization"]).status_code == 200
+    # nor recover it
+    setup.server.cp.advance(60)  # (its computes stopped)
+    r = setup.call("POST", P + "/recover", None, key=setup.secrets["project"])
+    assert "project-scoped" in error(r, 403, "FORBIDDEN")["message"]
+    assert setup.call("POST", P + "/recover", None,
+                      key=setup.secrets["organization"]).status_code == 200
 
 
 def test_world_wide_controls_need_a_personal_or_organization_key(setup: Setup) -> None:
