@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sim.api import in_process_client
-from sim.api.journal import open_server
+from sim.api.restore import open_server
 from sim.testing.state_digest import digest
 
 KEY = "sim_key_lifecycle_persistence_01"
