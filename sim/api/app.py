@@ -27,6 +27,8 @@ from sim.api import (
     errors,
     journal,
     limits,
+    orgs,
+    permissions,
     projects,
     roles,
     users,
@@ -70,6 +72,7 @@ def create_app(server: SimServer) -> FastAPI:
             {"name": "databases", "description": "Postgres databases of a branch (apply_config)"},
             {"name": "users", "description": "the current user and the regions"},
             {"name": "api keys"},
+            {"name": "organizations", "description": "the user's organization and its members"},
             {"name": "simulation", "description": "the simulator's own controls (/_sim)"},
         ],
     )
@@ -86,6 +89,8 @@ def create_app(server: SimServer) -> FastAPI:
     app.include_router(auth.router)
     app.include_router(control.router)
     app.include_router(api_keys.router)
+    app.include_router(orgs.router)
+    app.include_router(permissions.router)
     app.include_router(console.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

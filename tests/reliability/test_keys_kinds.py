@@ -29,6 +29,7 @@ import pytest
 from sim.api import SimServer, create_app, in_process_client
 from sim.api import keys as keys_module
 from sim.api.keys import ORG_ID, KeyStore
+from sim.api.orgs import MEMBER_ID
 from sim.testing.state_digest import digest
 from tests.reliability.conftest import SEED, World, build_world
 
@@ -106,6 +107,17 @@ ROUTES: list[tuple[str, str, Any]] = [
     ("GET", "/api/v2/api_keys", None),
     ("POST", "/api/v2/api_keys", {"key_name": "k"}),
     ("DELETE", "/api/v2/api_keys/{key_id}", None),
+    ("GET", P + "/permissions", None),
+    ("POST", P + "/permissions", {"email": "k@example.com"}),
+    ("DELETE", P + "/permissions/{permission_id}", None),
+    ("GET", "/api/v2/users/me/organizations", None),
+    ("GET", "/api/v2/auth", None),
+    ("GET", "/api/v2/organizations/{org_id}", None),
+    ("GET", "/api/v2/organizations/{org_id}/members", None),
+    ("GET", "/api/v2/organizations/{org_id}/members/{member_id}", None),
+    ("GET", "/api/v2/organizations/{org_id}/api_keys", None),
+    ("POST", "/api/v2/organizations/{org_id}/api_keys", {"key_name": "k"}),
+    ("DELETE", "/api/v2/organizations/{org_id}/api_keys/{key_id}", None),
 ]
 #: routes that name no project: reach does not apply (any valid key; POST /projects: 403 below)
 UNSCOPED = {("POST", "/api/v2/projects"), ("GET", "/api/v2/projects"), ("GET", "/_sim/clock"),
@@ -113,11 +125,13 @@ UNSCOPED = {("POST", "/api/v2/projects"), ("GET", "/api/v2/projects"), ("GET", "
             ("GET", "/api/v2/regions"),
             ("POST", "/_sim/advance"), ("GET", "/_sim/faults"), ("POST", "/_sim/faults"),
             ("GET", "/_sim/console"), ("POST", "/_sim/reset"), ("GET", "/api/v2/api_keys"),
-            ("POST", "/api/v2/api_keys"), ("DELETE", "/api/v2/api_keys/{key_id}")}
+            ("POST", "/api/v2/api_keys"), ("DELETE", "/api/v2/api_keys/{key_id}"),
+            ("GET", "/api/v2/users/me/organizations"), ("GET", "/api/v2/auth"),
+            *{(m, p) for m, p, _ in ROUTES if p.startswith("/api/v2/organizations/")}}
 #: what a project-scoped key may not do outside any project (403)
 WORLD_WIDE = [("POST", "/_sim/advance", {"seconds": 1}), ("POST", "/_sim/faults",
               {"extra_latency_ms": 0}), ("POST", "/_sim/reset", None)]
-KEY_ROUTES = [r for r in ROUTES if "/api_keys" in r[1]]
+KEY_ROUTES = [r for r in ROUTES if r[1].startswith("/api/v2/api_keys")]
 KINDS = ("personal", "organization", "project")
 
 
@@ -160,7 +174,8 @@ class Setup:
                 "operation_id": w.operation_ids[0], "auth_user_id": w.auth_user_id,
                 "auth_provider": "stack", "oauth_provider_id": w.oauth_provider_id,
                 "role_name": "neondb_owner", "database_name": "neondb",
-                "key_id": self.spare_id}
+                "key_id": self.spare_id, "permission_id": "no-such-grant",
+                "org_id": ORG_ID, "member_id": MEMBER_ID}
 
     def call(self, method: str, path: str, body: Any, *, key: str | None,
              project_id: str | None = None, header: str | None = None) -> Any:
