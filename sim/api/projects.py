@@ -38,6 +38,7 @@ BranchSortKey = Literal["updated_at", "created_at", "name"]
 SortOrder = Literal["desc", "asc"]
 MAX_PROJECTS_PAGE = 400  # as the real API's list of projects
 DEFAULT_PROJECTS_PAGE = 10
+ORG_ID_PATTERN = r"^[a-z0-9-]{1,60}$"  # as the document's organization ids
 END_OF_LIST = "end"  # the cursor of an empty first page: sent back, it gives an empty page
 
 
@@ -108,8 +109,10 @@ def list_projects(
     limit: Annotated[int, Query(ge=1, le=MAX_PROJECTS_PAGE)] = DEFAULT_PROJECTS_PAGE,
     cursor: Annotated[str | None, Query(description="the id of the last project seen")] = None,
     search: Annotated[str | None, Query(description="part of a project's name or id")] = None,
-    org_id: Annotated[str | None, Query(description="only the projects of this organization")
-                      ] = None,
+    org_id: Annotated[str | None, Query(description="only the projects of this organization",
+                                        pattern=ORG_ID_PATTERN)] = None,
+    timeout: Annotated[int | None, Query(ge=100, le=30_000, description=(
+        "milliseconds the real service may spend; checked, not needed here"))] = None,
 ):
     """The projects the key reaches, oldest first, a page at a time."""
     with server.world() as cp:
@@ -214,6 +217,8 @@ def list_branches(
     sort_order: Annotated[SortOrder, Query()] = "desc",
     limit: Annotated[int | None, Query(ge=1, le=MAX_BRANCHES_PAGE)] = None,
     cursor: Annotated[str | None, Query(description="pagination.next of the last page")] = None,
+    include_deleted: Annotated[bool | None, Query(description=(
+        "checked; deleted branches are not kept, so never listed"))] = None,
 ):
     """The project's branches, newest change first unless sorted otherwise; every one
     unless `limit` is given."""

@@ -66,7 +66,7 @@ def current_user(server: Server, key: Key):
 
 @router.get("/regions", tags=["users"], response_model=RegionsResponse, **OUT)
 def list_regions(server: Server, key: Key,
-                 org_id: Annotated[str | None, Query()] = None):
+                 org_id: Annotated[str | None, Query(pattern=r"^[a-z0-9-]{1,60}$")] = None):
     """The regions, the world's own region marked default."""
     with server.world() as cp:
         default = cp.region_id

@@ -143,6 +143,7 @@ class Role:
     secret: str  # name of the random stream the password is drawn from
     resets: int = 0
     protected: bool = False
+    no_login: bool = False  # a role that cannot log in: it has no password to show
 
 
 @dataclass(slots=True, eq=False)
