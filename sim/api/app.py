@@ -27,6 +27,7 @@ from sim.api import (
     errors,
     journal,
     limits,
+    org_admin,
     orgs,
     permissions,
     projects,
@@ -90,6 +91,7 @@ def create_app(server: SimServer) -> FastAPI:
     app.include_router(control.router)
     app.include_router(api_keys.router)
     app.include_router(orgs.router)
+    app.include_router(org_admin.router)
     app.include_router(permissions.router)
     app.include_router(console.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]

@@ -62,11 +62,14 @@ class OrganizationsResponse(BaseModel):
     organizations: list[Organization]
 
 
+MemberRole = Literal["admin", "member", "editor", "viewer", "collaborator"]
+
+
 class Member(BaseModel):
     id: str
     user_id: str
     org_id: str
-    role: Literal["admin", "member", "editor", "viewer", "collaborator"]
+    role: MemberRole
     joined_at: str
 
 
@@ -134,7 +137,7 @@ class OrgApiKeyRevoked(BaseModel):
 # ---- who may do what ---------------------------------------------------------------------------
 
 
-def _organization(key: ApiKey, org_id: str) -> str:
+def organization_of(key: ApiKey, org_id: str) -> str:
     """The organization `org_id`, if the key belongs to it (else 404, as an unknown one);
     a project-scoped key reaches one project, not its organization (403)."""
     if key.kind is KeyKind.PROJECT:
@@ -185,7 +188,7 @@ def list_my_organizations(server: Server, key: Key):
 
 @router.get("/organizations/{org_id}", response_model=Organization, **OUT)
 def get_organization(org_id: OrgId, server: Server, key: Key):
-    _organization(key, org_id)
+    organization_of(key, org_id)
     return organization(server)
 
 
@@ -199,7 +202,7 @@ def list_members(
 ):
     """The members: the user alone, as admin. The cursor is opaque: any cursor sent back
     is past the last member (an empty page), as there is never a next page."""
-    _organization(key, org_id)
+    organization_of(key, org_id)
     members = [] if cursor else [{"member": _member(server),
                                   "user": {"email": EMAIL, "has_mfa": False}}]
     return {"members": members, "pagination": {"sort_by": sort_by, "sort_order": sort_order}}
@@ -207,7 +210,7 @@ def list_members(
 
 @router.get("/organizations/{org_id}/members/{member_id}", response_model=Member, **OUT)
 def get_member(org_id: OrgId, member_id: uuid.UUID, server: Server, key: Key):
-    _organization(key, org_id)
+    organization_of(key, org_id)
     if str(member_id) != MEMBER_ID:
         raise not_found("member", str(member_id), "member_id")
     return _member(server)
@@ -226,7 +229,7 @@ def auth_details(key: Key):
             response_model=list[OrgApiKeyItem], responses=error_docs(403), **OUT)
 def list_org_api_keys(org_id: OrgId, server: Server, key: Key):
     """The organization's keys accepted now, with the project each is limited to."""
-    _organization(key, org_id)
+    organization_of(key, org_id)
     return [{"id": r.id, "name": r.name, "created_at": _created_at(r, server),
              "created_by": {"id": USER_ID, "name": USER_ID, "image": ""},
              "last_used_at": server.keys.last_used(r), **_scope(r)}
@@ -238,7 +241,7 @@ def list_org_api_keys(org_id: OrgId, server: Server, key: Key):
 def create_org_api_key(org_id: OrgId, body: OrgApiKeyCreateRequest, server: Server, key: Key):
     """A new organization key; with `project_id`, one that reaches that project only.
     `key` is its secret, returned this once."""
-    _organization(key, org_id)
+    organization_of(key, org_id)
     record, secret = server.create_org_api_key(body.key_name, org_id, body.project_id)
     return {"id": record.id, "key": secret, "name": record.name,
             "created_at": _created_at(record, server), "created_by": USER_ID, **_scope(record)}
@@ -249,7 +252,7 @@ def create_org_api_key(org_id: OrgId, body: OrgApiKeyCreateRequest, server: Serv
 def revoke_org_api_key(org_id: OrgId, key_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
                        server: Server, key: Key):
     """Revoke one of the organization's keys, at once and for good."""
-    _organization(key, org_id)
+    organization_of(key, org_id)
     found = next((r for r in server.api_key_records() if r.id == key_id and
                   _is_org_key(r, org_id)), None)
     record = None if found is None else server.revoke_api_key(key_id)

@@ -93,6 +93,9 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         #: operation durations), by what it is
         self.derived: dict[Any, Any] = {}
         self.auth = ManagedAuth(self)
+        #: the account's organization as the API keeps it (invitations, spending limit):
+        #: plain data, set by sim.api.org_admin
+        self.organization: dict[str, Any] = {}
 
     # -- time ----------------------------------------------------------------
     @property

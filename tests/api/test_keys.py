@@ -102,6 +102,16 @@ ROUTES: list[tuple[str, str, Any, int]] = [
     ("GET", "/api/v2/organizations/{org_id}/api_keys", None, 403),
     ("POST", "/api/v2/organizations/{org_id}/api_keys", {"key_name": "k"}, 403),
     ("DELETE", "/api/v2/organizations/{org_id}/api_keys/1", None, 403),
+    ("GET", "/api/v2/organizations/{org_id}/invitations", None, 403),
+    ("POST", "/api/v2/organizations/{org_id}/invitations", {"invitations": []}, 403),
+    ("GET", "/api/v2/organizations/{org_id}/billing/spending_limit", None, 403),
+    ("PUT", "/api/v2/organizations/{org_id}/billing/spending_limit",
+     {"spending_limit_cents": 100}, 403),
+    ("DELETE", "/api/v2/organizations/{org_id}/billing/spending_limit", None, 403),
+    ("GET", "/api/v2/organizations/{org_id}/vpc/vpc_endpoints", None, 403),
+    ("GET", "/api/v2/organizations/{org_id}/vpc/region/{region_id}/vpc_endpoints", None, 403),
+    ("POST", "/api/v2/users/me/projects/transfer",
+     {"destination_org_id": "{org_id}", "project_ids": ["{project_id}"]}, 403),
     ("POST", "/_sim/reset", None, 403),  # last: it would wipe the world
 ]
 
@@ -111,6 +121,8 @@ def fill(value: Any, ids: dict[str, str]) -> Any:
         return value.format(**ids)
     if isinstance(value, dict):
         return {k: fill(v, ids) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, ids) for v in value]
     return value
 
 
@@ -136,7 +148,7 @@ def world(api: SimClient) -> dict[str, str]:
     r = api.post(f"projects/{ids['project_id']}/auth/oauth_providers", json={"id": "github"})
     assert r.status_code == 200
     ids.update(auth_user_id=user["id"], auth_provider="stack", oauth_provider_id="github",
-               org_id=ORG_ID, member_id=MEMBER_ID)
+               org_id=ORG_ID, member_id=MEMBER_ID, region_id="aws-us-east-2")
     granted = api.post(f"projects/{ids['project_id']}/permissions", json={"email": "w@example.com"})
     ids["permission_id"] = granted.json()["id"]
     api.advance(60)

@@ -98,3 +98,39 @@ def test_project_permissions(api: SimClient) -> None:
     gone = api.delete(f"{base}/{bob['id']}").json()
     assert gone["id"] == bob["id"] and gone["revoked_at"] > gone["granted_at"]
     assert api.get(base).json()["project_permissions"] == [ann]
+
+
+def test_invitations_and_the_spending_limit(api: SimClient) -> None:
+    base = f"organizations/{ORG_ID}"
+    assert api.get(f"{base}/invitations").json() == {"invitations": []}
+    sent = api.post(f"{base}/invitations", json={"invitations": [
+        {"email": "ann@example.com", "role": "member"}]}).json()["invitations"]
+    assert [(i["email"], i["role"], i["invited_by"]) for i in sent] == \
+        [("ann@example.com", "member", USER_ID)]
+    assert api.get(f"{base}/invitations").json()["invitations"] == sent
+    before = digest(api.server.cp)
+    for bad in ({"email": "ann", "role": "member"}, {"email": "b@example.com", "role": "owner"}):
+        assert api.post(f"{base}/invitations", json={"invitations": [bad]}).status_code == 400
+    limit = f"{base}/billing/spending_limit"
+    assert api.put(limit, json={"spending_limit_cents": 0}).status_code == 400  # positive only
+    assert digest(api.server.cp) == before
+    assert api.get(limit).json() == {"spending_limit_cents": None}
+    assert api.put(limit, json={"spending_limit_cents": 5000}).json() == \
+        {"spending_limit_cents": 5000}
+    assert api.get(limit).json() == {"spending_limit_cents": 5000}
+    assert api.delete(limit).json() == {}
+    assert api.get(limit).json() == {"spending_limit_cents": None}
+    assert api.get(f"{base}/vpc/vpc_endpoints").json() == {"endpoints": []}
+
+
+def test_moving_projects_into_the_organization(api: SimClient) -> None:
+    p = make_project(api, "moved")["project"]["id"]
+    transfer = {"destination_org_id": ORG_ID, "project_ids": [p]}
+    assert api.post("users/me/projects/transfer", json=transfer).json() == {}
+    assert api.get(f"projects/{p}").json()["project"]["org_id"] == ORG_ID
+    r = api.post("users/me/projects/transfer", json={**transfer, "project_ids": ["nope"]})
+    assert r.status_code == 404
+    r = api.post("users/me/projects/transfer", json={**transfer, "destination_org_id": "org-9"})
+    assert r.status_code == 404
+    org = in_process_client(api.server, api_key=api.server.keys.organization().secret)
+    assert org.post("users/me/projects/transfer", json=transfer).status_code == 403

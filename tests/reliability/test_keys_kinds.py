@@ -118,6 +118,15 @@ ROUTES: list[tuple[str, str, Any]] = [
     ("GET", "/api/v2/organizations/{org_id}/api_keys", None),
     ("POST", "/api/v2/organizations/{org_id}/api_keys", {"key_name": "k"}),
     ("DELETE", "/api/v2/organizations/{org_id}/api_keys/{key_id}", None),
+    ("GET", "/api/v2/organizations/{org_id}/invitations", None),
+    ("POST", "/api/v2/organizations/{org_id}/invitations", {"invitations": []}),
+    ("GET", "/api/v2/organizations/{org_id}/billing/spending_limit", None),
+    ("PUT", "/api/v2/organizations/{org_id}/billing/spending_limit", {"spending_limit_cents": 1}),
+    ("DELETE", "/api/v2/organizations/{org_id}/billing/spending_limit", None),
+    ("GET", "/api/v2/organizations/{org_id}/vpc/vpc_endpoints", None),
+    ("GET", "/api/v2/organizations/{org_id}/vpc/region/{region_id}/vpc_endpoints", None),
+    ("POST", "/api/v2/users/me/projects/transfer",
+     {"destination_org_id": "{org_id}", "project_ids": ["{project_id}"]}),
 ]
 #: routes that name no project: reach does not apply (any valid key; POST /projects: 403 below)
 UNSCOPED = {("POST", "/api/v2/projects"), ("GET", "/api/v2/projects"), ("GET", "/_sim/clock"),
@@ -127,6 +136,7 @@ UNSCOPED = {("POST", "/api/v2/projects"), ("GET", "/api/v2/projects"), ("GET", "
             ("GET", "/_sim/console"), ("POST", "/_sim/reset"), ("GET", "/api/v2/api_keys"),
             ("POST", "/api/v2/api_keys"), ("DELETE", "/api/v2/api_keys/{key_id}"),
             ("GET", "/api/v2/users/me/organizations"), ("GET", "/api/v2/auth"),
+            ("POST", "/api/v2/users/me/projects/transfer"),
             *{(m, p) for m, p, _ in ROUTES if p.startswith("/api/v2/organizations/")}}
 #: what a project-scoped key may not do outside any project (403)
 WORLD_WIDE = [("POST", "/_sim/advance", {"seconds": 1}), ("POST", "/_sim/faults",
@@ -175,7 +185,7 @@ class Setup:
                 "auth_provider": "stack", "oauth_provider_id": w.oauth_provider_id,
                 "role_name": "neondb_owner", "database_name": "neondb",
                 "key_id": self.spare_id, "permission_id": "no-such-grant",
-                "org_id": ORG_ID, "member_id": MEMBER_ID}
+                "org_id": ORG_ID, "member_id": MEMBER_ID, "region_id": "aws-us-east-2"}
 
     def call(self, method: str, path: str, body: Any, *, key: str | None,
              project_id: str | None = None, header: str | None = None) -> Any:
