@@ -32,7 +32,7 @@ MAX_KEY_NAME = 64  # as the real API
 
 
 class ApiKeyCreateRequest(Body):
-    key_name: Annotated[StrictStr, Field(min_length=1, max_length=MAX_KEY_NAME)]
+    key_name: Annotated[StrictStr, Field(max_length=MAX_KEY_NAME)]  # "" too, as the document
 
 
 class ApiKeyCreatorData(BaseModel):

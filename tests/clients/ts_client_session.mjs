@@ -161,6 +161,15 @@ await call("revokeOrgApiKey", org, orgKey.id, (d) => expect(d.revoked === true, 
 const accountKey = await call("createApiKey", { key_name: "ts-key" }, (d) => expect(d.key && d.id, "no key"));
 await call("listApiKeys", (d) => expect(d.some((k) => k.id === accountKey.id), "not listed"));
 await call("revokeApiKey", accountKey.id, (d) => expect(d.revoked === true, "not revoked"));
+await call("createOrganizationInvitations", org, { invitations: [{ email: "ann@example.com", role: "member" }] },
+  (d) => expect(d.invitations[0].email === "ann@example.com", "not invited"));
+await call("getOrganizationInvitations", org, (d) => expect(d.invitations.length === 1, "not one invitation"));
+await call("setOrganizationSpendingLimit", org, { spending_limit_cents: 5000 }, (d) =>
+  expect(d.spending_limit_cents === 5000, "limit not set"));
+await call("getOrganizationSpendingLimit", org, (d) => expect(d.spending_limit_cents === 5000, "limit not kept"));
+await call("deleteOrganizationSpendingLimit", org);
+await call("listOrganizationVpcEndpointsAllRegions", org, (d) => expect(d.endpoints.length === 0, "endpoints"));
+await call("listOrganizationVpcEndpoints", org, "aws-us-east-2", (d) => expect(d.endpoints.length === 0, "endpoints"));
 const grant = await call("grantPermissionToProject", p, { email: "bob@example.com" }, (d) =>
   expect(d.granted_to_email === "bob@example.com", "not granted"));
 await call("listProjectPermissions", p, (d) => expect(d.project_permissions.length === 1, "not one grant"));
