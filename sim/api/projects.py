@@ -244,7 +244,9 @@ def get_branch(project_id: str, branch_id: str, server: Server, key: Key):
 
 @router.delete("/projects/{project_id}/branches/{branch_id}", tags=["branches"],
                response_model=BranchOperations, responses=STATE_ERRORS, **OUT)
-def delete_branch(project_id: str, branch_id: str, server: Server, key: Key):
+def delete_branch(project_id: str, branch_id: str, server: Server, key: Key,
+                  hard_delete: Annotated[bool | None, Query(description=(
+                      "checked; a deleted branch is never kept"))] = None):
     """Delete a branch and its computes; the default branch and parents are refused (409)."""
     with server.world() as cp:
         key.project(cp, project_id)

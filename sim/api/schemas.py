@@ -44,12 +44,12 @@ class Body(BaseModel):
     def _documented_fields(cls, data: Any, handler: Any) -> Any:
         # the document's fields this model does not declare are set aside, checked and
         # kept; whatever is left goes through the model, which refuses unknown fields
-        if isinstance(data, dict):  # the document makes no request field nullable
+        known = documented_fields(cls.__name__)
+        if isinstance(data, dict):  # null only where the document says a field is nullable
             for name, value in data.items():
-                if value is None:
+                if value is None and not known.get(name, {}).get("nullable"):
                     raise PydanticCustomError("documented_field", "{reason}",
                                               {"field": name, "reason": "must not be null"})
-        known = documented_fields(cls.__name__)
         kept: dict[str, Any] = {}
         if known and isinstance(data, dict):
             declared = {f.alias or name for name, f in cls.model_fields.items()}

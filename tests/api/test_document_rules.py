@@ -49,6 +49,9 @@ def test_null_on_branches_and_computes(api: SimClient, world: dict[str, str]) ->
             json={"branch": {"protected": None}})
     refused(api, "PATCH", f"projects/{p}/branches/{b}", "branch.name",
             json={"branch": {"name": None}})
+    # the one request field the document makes nullable: a branch's expiry, removed by null
+    r = api.patch(f"projects/{p}/branches/{b}", json={"branch": {"expires_at": None}})
+    assert r.status_code == 200, r.text
 
 
 def test_query_parameters_in_the_documents_bounds(api: SimClient, world: dict[str, str]) -> None:
