@@ -86,7 +86,7 @@ def list_integrations(project_id: str, server: Server, key: Key):
                          for item in cp.auth.list_integrations(project_id)]}
 
 
-#: the engine's owners in the document's words: owned by the service is `neon`
+#: the service's former name for itself, as a state file written before may hold it
 _OWNED_BY = {"svc": "neon"}
 
 
