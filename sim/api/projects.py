@@ -113,6 +113,7 @@ def list_projects(
                                         pattern=ORG_ID_PATTERN)] = None,
     timeout: Annotated[int | None, Query(ge=100, le=30_000, description=(
         "milliseconds the real service may spend; checked, not needed here"))] = None,
+    recoverable: Annotated[bool | None, Query(description="checked")] = None,
 ):
     """The projects the key reaches, oldest first, a page at a time."""
     with server.world() as cp:

@@ -60,6 +60,7 @@ def test_query_parameters_in_the_documents_bounds(api: SimClient, world: dict[st
     for timeout in (100, 30000):
         assert api.get("projects", params={"timeout": timeout}).status_code == 200
     refused(api, "GET", "projects", "org_id", params={"org_id": ""})
+    refused(api, "GET", "projects", "recoverable", params={"recoverable": "-828027320"})
     refused(api, "GET", "regions", "org_id", params={"org_id": "Not An Id"})
     refused(api, "GET", f"projects/{world['p']}/branches", "include_deleted",
             params={"include_deleted": "AAA"})
