@@ -29,6 +29,7 @@ from sim.api.orgs import ORG_ID_PATTERN, MemberRole, OrgId, organization_of
 from sim.api.permissions import GrantRequest
 from sim.api.routing import sim_router
 from sim.api.schemas import Body
+from sim.api.users import known_regions
 from sim.engine.model import USER_ID
 from sim.rules.errors import forbidden, not_found
 
@@ -151,6 +152,9 @@ def list_vpc_endpoints(org_id: OrgId, key: Key):
 
 @router.get("/organizations/{org_id}/vpc/region/{region_id}/vpc_endpoints",
             response_model=VPCEndpointsResponse, **OUT)
-def list_region_vpc_endpoints(org_id: OrgId, region_id: Annotated[str, Path()], key: Key):
+def list_region_vpc_endpoints(org_id: OrgId, region_id: Annotated[str, Path()], server: Server,
+                              key: Key):
     organization_of(key, org_id)
+    if region_id not in known_regions(server):
+        raise not_found("region", region_id, "region_id")
     return {"endpoints": []}

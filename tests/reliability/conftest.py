@@ -74,6 +74,7 @@ class World:
             "destination_org_id": (ORG_ID,),
             "member_id": (MEMBER_ID,),
             "region_id": ("aws-us-east-2",),
+            "permission_id": ("no-such-grant",),  # the world shares its project with no one
         }
 
 
