@@ -20,6 +20,7 @@ from fastapi_offline import FastAPIOffline
 from sim.api import (
     api_keys,
     auth,
+    branch_restore,
     branches,
     computes,
     console,
@@ -28,8 +29,10 @@ from sim.api import (
     errors,
     journal,
     limits,
+    org_admin,
+    orgs,
+    permissions,
     projects,
-    branch_restore,
     recovery,
     roles,
     users,
@@ -77,6 +80,7 @@ def create_app(server: SimServer) -> FastAPI:
                                                 "their schedule on the simulated clock"},
             {"name": "consumption", "description": "consumption history per project and "
                                                   "branch, from the simulated usage"},
+            {"name": "organizations", "description": "the user's organization and its members"},
             {"name": "simulation", "description": "the simulator's own controls (/_sim)"},
         ],
     )
@@ -96,6 +100,9 @@ def create_app(server: SimServer) -> FastAPI:
     app.include_router(consumption.router)
     app.include_router(recovery.router)
     app.include_router(branch_restore.router)
+    app.include_router(orgs.router)
+    app.include_router(org_admin.router)
+    app.include_router(permissions.router)
     app.include_router(console.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

@@ -39,6 +39,7 @@ BranchSortKey = Literal["updated_at", "created_at", "name"]
 SortOrder = Literal["desc", "asc"]
 MAX_PROJECTS_PAGE = 400  # as the real API's list of projects
 DEFAULT_PROJECTS_PAGE = 10
+ORG_ID_PATTERN = r"^[a-z0-9-]{1,60}$"  # as the document's organization ids
 END_OF_LIST = "end"  # the cursor of an empty first page: sent back, it gives an empty page
 
 
@@ -109,8 +110,10 @@ def list_projects(
     limit: Annotated[int, Query(ge=1, le=MAX_PROJECTS_PAGE)] = DEFAULT_PROJECTS_PAGE,
     cursor: Annotated[str | None, Query(description="the id of the last project seen")] = None,
     search: Annotated[str | None, Query(description="part of a project's name or id")] = None,
-    org_id: Annotated[str | None, Query(description="only the projects of this organization")
-                      ] = None,
+    org_id: Annotated[str | None, Query(description="only the projects of this organization",
+                                        pattern=ORG_ID_PATTERN)] = None,
+    timeout: Annotated[int | None, Query(ge=100, le=30_000, description=(
+        "milliseconds the real service may spend; checked, not needed here"))] = None,
     recoverable: Annotated[bool, Query(description="only deleted projects within their "
                                                    "recovery window")] = False,
 ):
@@ -277,7 +280,9 @@ def get_branch(project_id: str, branch_id: str, server: Server, key: Key):
 
 @router.delete("/projects/{project_id}/branches/{branch_id}", tags=["branches"],
                response_model=BranchOperations, responses=STATE_ERRORS, **OUT)
-def delete_branch(project_id: str, branch_id: str, server: Server, key: Key):
+def delete_branch(project_id: str, branch_id: str, server: Server, key: Key,
+                  hard_delete: Annotated[bool | None, Query(description=(
+                      "checked; a deleted branch is never kept"))] = None):
     """Delete a branch and its computes; the default branch and parents are refused (409)."""
     with server.world() as cp:
         key.project(cp, project_id)

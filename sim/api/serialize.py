@@ -275,7 +275,7 @@ def role(cp: ControlPlane, r: Role, *, with_password: bool = False) -> dict[str,
     return _drop_none({
         "branch_id": r.branch_id,
         "name": r.name,
-        "password": cp.password_of(r) if with_password else None,
+        "password": cp.password_of(r) if with_password and not r.no_login else None,
         "protected": r.protected,
         "created_at": iso(r.created_at),
         "updated_at": iso(r.updated_at),

@@ -107,6 +107,9 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs, BranchTime, 
         self.snapshots: dict[str, Snapshot] = {}
         self.snapshot_schedules: dict[str, list[dict[str, Any]]] = {}
         self.schedule_generations: dict[str, int] = {}
+        #: the account's organization as the API keeps it (invitations, spending limit):
+        #: plain data, set by sim.api.org_admin
+        self.organization: dict[str, Any] = {}
 
     # -- time ----------------------------------------------------------------
     @property

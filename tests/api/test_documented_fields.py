@@ -166,8 +166,14 @@ def test_shape_checks():
     check({"maintenance_window": {"weekdays": [1, 2], "start_time": "01:00",
                                   "end_time": "02:00"}}, shape, "settings")
     with pytest.raises(ShapeError) as bad:
-        check({"maintenance_window": {"weekdays": [True]}}, shape, "settings")
+        check({"maintenance_window": {"weekdays": [True], "start_time": "01:00",
+                                      "end_time": "02:00"}}, shape, "settings")
     assert bad.value.path == "settings.maintenance_window.weekdays.0"  # bool is not an integer
+    # a partial window would be answered back as the project's, breaking the answer's schema
+    with pytest.raises(ShapeError) as bad:
+        check({"maintenance_window": {"weekdays": [1]}}, shape, "settings")
+    assert (bad.value.path, bad.value.reason) == ("settings.maintenance_window.start_time",
+                                                  "required")
     assert documented_fields("NoSuchModel") == {}
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from sim.api import SimClient, SimServer, create_app, in_process_client
 from sim.api.keys import ORG_ID
+from sim.api.orgs import MEMBER_ID
 from sim.engine.model import USER_ID
 from tests.api.conftest import make_project
 
@@ -110,6 +111,27 @@ ROUTES: list[tuple[str, str, Any, int]] = [
     ("POST", P + "/snapshots/{snapshot_id}/restore", None, 404),
     ("GET", P + "/branches/{branch_id}/backup_schedule", None, 404),
     ("PUT", P + "/branches/{branch_id}/backup_schedule", {"schedule": []}, 404),
+    ("GET", P + "/permissions", None, 404),
+    ("POST", P + "/permissions", {"email": "k@example.com"}, 404),
+    ("DELETE", P + "/permissions/{permission_id}", None, 404),
+    ("GET", "/api/v2/users/me/organizations", None, 200),
+    ("GET", "/api/v2/auth", None, 200),
+    ("GET", "/api/v2/organizations/{org_id}", None, 403),  # an organization's: not a project key's
+    ("GET", "/api/v2/organizations/{org_id}/members", None, 403),
+    ("GET", "/api/v2/organizations/{org_id}/members/{member_id}", None, 403),
+    ("GET", "/api/v2/organizations/{org_id}/api_keys", None, 403),
+    ("POST", "/api/v2/organizations/{org_id}/api_keys", {"key_name": "k"}, 403),
+    ("DELETE", "/api/v2/organizations/{org_id}/api_keys/1", None, 403),
+    ("GET", "/api/v2/organizations/{org_id}/invitations", None, 403),
+    ("POST", "/api/v2/organizations/{org_id}/invitations", {"invitations": []}, 403),
+    ("GET", "/api/v2/organizations/{org_id}/billing/spending_limit", None, 403),
+    ("PUT", "/api/v2/organizations/{org_id}/billing/spending_limit",
+     {"spending_limit_cents": 100}, 403),
+    ("DELETE", "/api/v2/organizations/{org_id}/billing/spending_limit", None, 403),
+    ("GET", "/api/v2/organizations/{org_id}/vpc/vpc_endpoints", None, 403),
+    ("GET", "/api/v2/organizations/{org_id}/vpc/region/{region_id}/vpc_endpoints", None, 403),
+    ("POST", "/api/v2/users/me/projects/transfer",
+     {"destination_org_id": "{org_id}", "project_ids": ["{project_id}"]}, 403),
     ("POST", "/_sim/reset", None, 403),  # last: it would wipe the world
 ]
 
@@ -119,6 +141,8 @@ def fill(value: Any, ids: dict[str, str]) -> Any:
         return value.format(**ids)
     if isinstance(value, dict):
         return {k: fill(v, ids) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, ids) for v in value]
     return value
 
 
@@ -128,6 +152,7 @@ def test_table_covers_every_route(server: SimServer) -> None:
     documented = {(m.upper(), p) for p, ops in paths.items() for m in ops}
     assert documented == {(m, p.replace("/1", "/{key_id}").partition("?")[0])
                           for m, p, _, _ in ROUTES}
+    assert len(ROUTES) == len(documented)
 
 
 @pytest.fixture
@@ -143,9 +168,12 @@ def world(api: SimClient) -> dict[str, str]:
     user = api.post("projects/auth/user", json={**auth, "email": "world@example.com"}).json()
     r = api.post(f"projects/{ids['project_id']}/auth/oauth_providers", json={"id": "github"})
     assert r.status_code == 200
-    ids.update(auth_user_id=user["id"], auth_provider="stack", oauth_provider_id="github")
+    ids.update(auth_user_id=user["id"], auth_provider="stack", oauth_provider_id="github",
+               org_id=ORG_ID, member_id=MEMBER_ID, region_id="aws-us-east-2")
     snap = api.post(f"projects/{ids['project_id']}/branches/{ids['branch_id']}/snapshot")
     ids["snapshot_id"] = snap.json()["snapshot"]["id"]
+    granted = api.post(f"projects/{ids['project_id']}/permissions", json={"email": "w@example.com"})
+    ids["permission_id"] = granted.json()["id"]
     api.advance(60)
     return ids
 
@@ -197,11 +225,11 @@ def test_organization_key_and_ownership(server: SimServer) -> None:
     org = in_process_client(server, api_key=server.keys.organization().secret)
     mine = make_project(personal, "mine")["project"]
     theirs = make_project(org, "theirs")["project"]
-    assert (mine["owner_id"], mine.get("org_id")) == (USER_ID, None)
+    # without org_id, a project is the user's default organization's: its keys reach it too
+    assert (mine["owner_id"], mine["org_id"]) == (USER_ID, ORG_ID)
     assert theirs["org_id"] == ORG_ID
-    # the organization key sees only the organization's projects
-    assert [p["id"] for p in org.get("projects").json()["projects"]] == [theirs["id"]]
-    assert org.get(f"projects/{mine['id']}").status_code == 404
+    assert [p["id"] for p in org.get("projects").json()["projects"]] == [mine["id"], theirs["id"]]
+    assert org.get(f"projects/{mine['id']}").status_code == 200
     # the user is a member of the organization: a personal key sees both
     listed = {p["id"] for p in personal.get("projects").json()["projects"]}
     assert listed == {mine["id"], theirs["id"]}

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from sim.api.keys import ORG_ID
+from sim.api.orgs import MEMBER_ID
 from sim.api.server import SimServer
 from tests.conftest import THOROUGH as THOROUGH  # re-exported for the tests here
 
@@ -70,6 +72,11 @@ class World:
             "owner_name": ("neondb_owner",),
             "key_id": ("1",),  # the API key of the world's first client
             "snapshot_id": (self.snapshot_id,),
+            "org_id": (ORG_ID,),
+            "destination_org_id": (ORG_ID,),
+            "member_id": (MEMBER_ID,),
+            "region_id": ("aws-us-east-2",),
+            "permission_id": ("no-such-grant",),  # the world shares its project with no one
         }
 
 

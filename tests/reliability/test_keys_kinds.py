@@ -29,6 +29,7 @@ import pytest
 from sim.api import SimServer, create_app, in_process_client
 from sim.api import keys as keys_module
 from sim.api.keys import ORG_ID, KeyStore
+from sim.api.orgs import MEMBER_ID
 from sim.testing.state_digest import digest
 from tests.reliability.conftest import SEED, World, build_world
 
@@ -129,6 +130,26 @@ ROUTES: list[tuple[str, str, Any]] = [
     ("POST", P + "/snapshots/{snapshot_id}/restore", {"name": "restored"}),
     ("GET", B + "/backup_schedule", None),
     ("PUT", B + "/backup_schedule", {"schedule": [{"frequency": "daily", "hour": 6}]}),
+    ("GET", P + "/permissions", None),
+    ("POST", P + "/permissions", {"email": "k@example.com"}),
+    ("DELETE", P + "/permissions/{permission_id}", None),
+    ("GET", "/api/v2/users/me/organizations", None),
+    ("GET", "/api/v2/auth", None),
+    ("GET", "/api/v2/organizations/{org_id}", None),
+    ("GET", "/api/v2/organizations/{org_id}/members", None),
+    ("GET", "/api/v2/organizations/{org_id}/members/{member_id}", None),
+    ("GET", "/api/v2/organizations/{org_id}/api_keys", None),
+    ("POST", "/api/v2/organizations/{org_id}/api_keys", {"key_name": "k"}),
+    ("DELETE", "/api/v2/organizations/{org_id}/api_keys/{key_id}", None),
+    ("GET", "/api/v2/organizations/{org_id}/invitations", None),
+    ("POST", "/api/v2/organizations/{org_id}/invitations", {"invitations": []}),
+    ("GET", "/api/v2/organizations/{org_id}/billing/spending_limit", None),
+    ("PUT", "/api/v2/organizations/{org_id}/billing/spending_limit", {"spending_limit_cents": 1}),
+    ("DELETE", "/api/v2/organizations/{org_id}/billing/spending_limit", None),
+    ("GET", "/api/v2/organizations/{org_id}/vpc/vpc_endpoints", None),
+    ("GET", "/api/v2/organizations/{org_id}/vpc/region/{region_id}/vpc_endpoints", None),
+    ("POST", "/api/v2/users/me/projects/transfer",
+     {"destination_org_id": "{org_id}", "project_ids": ["{project_id}"]}),
 ]
 #: routes that name no project: reach does not apply (any valid key; POST /projects: 403 below)
 UNSCOPED = {("POST", "/api/v2/projects"), ("GET", "/api/v2/projects"), ("GET", "/_sim/clock"),
@@ -138,11 +159,14 @@ UNSCOPED = {("POST", "/api/v2/projects"), ("GET", "/api/v2/projects"), ("GET", "
             ("GET", "/_sim/console"), ("POST", "/_sim/reset"), ("GET", "/api/v2/api_keys"),
             ("POST", "/api/v2/api_keys"), ("DELETE", "/api/v2/api_keys/{key_id}"),
             ("GET", CONSUMPTION_V1), ("GET", CONSUMPTION_V2_PROJECTS),
-            ("GET", CONSUMPTION_V2_BRANCHES)}
+            ("GET", CONSUMPTION_V2_BRANCHES),
+            ("GET", "/api/v2/users/me/organizations"), ("GET", "/api/v2/auth"),
+            ("POST", "/api/v2/users/me/projects/transfer"),
+            *{(m, p) for m, p, _ in ROUTES if p.startswith("/api/v2/organizations/")}}
 #: what a project-scoped key may not do outside any project (403)
 WORLD_WIDE = [("POST", "/_sim/advance", {"seconds": 1}), ("POST", "/_sim/faults",
               {"extra_latency_ms": 0}), ("POST", "/_sim/reset", None)]
-KEY_ROUTES = [r for r in ROUTES if "/api_keys" in r[1]]
+KEY_ROUTES = [r for r in ROUTES if r[1].startswith("/api/v2/api_keys")]
 KINDS = ("personal", "organization", "project")
 
 
@@ -186,7 +210,9 @@ class Setup:
                 "operation_id": w.operation_ids[0], "auth_user_id": w.auth_user_id,
                 "auth_provider": "stack", "oauth_provider_id": w.oauth_provider_id,
                 "role_name": "neondb_owner", "database_name": "neondb",
-                "key_id": self.spare_id, "snapshot_id": w.snapshot_id}
+                "key_id": self.spare_id, "snapshot_id": w.snapshot_id,
+                "permission_id": "no-such-grant",
+                "org_id": ORG_ID, "member_id": MEMBER_ID, "region_id": "aws-us-east-2"}
 
     def call(self, method: str, path: str, body: Any, *, key: str | None,
              project_id: str | None = None, header: str | None = None) -> Any:

@@ -299,6 +299,31 @@ ROUTES: list[Route] = [
     route("POST", "api_keys", lambda pool: body_or_junk(maybe(
         key_name=st.sampled_from(["ci", "", "k" * 65, 7])))),
     route("DELETE", "api_keys/{key_id}"),  # unknown ids only: the keys stay as they are
+    route("GET", P + "/permissions"),
+    route("POST", P + "/permissions", lambda pool: body_or_junk(maybe(email=EMAIL))),
+    route("DELETE", P + "/permissions/{permission_id}"),
+    route("GET", "users/me/organizations"),
+    route("GET", "auth"),
+    route("GET", "organizations/{org_id}"),
+    route("GET", "organizations/{org_id}/members"),
+    route("GET", "organizations/{org_id}/members/{member_id}"),
+    route("GET", "organizations/{org_id}/api_keys"),
+    route("POST", "organizations/{org_id}/api_keys", lambda pool: body_or_junk(maybe(
+        key_name=st.sampled_from(["ci", "k" * 65, 7]), project_id=pool.pick("project_id")))),
+    route("DELETE", "organizations/{org_id}/api_keys/{key_id}"),
+    route("GET", "organizations/{org_id}/invitations"),
+    route("POST", "organizations/{org_id}/invitations", lambda pool: body_or_junk(
+        st.fixed_dictionaries({"invitations": st.lists(maybe(
+            email=EMAIL, role=st.sampled_from(["member", "admin", "owner"])), max_size=2)}))),
+    route("GET", "organizations/{org_id}/billing/spending_limit"),
+    route("PUT", "organizations/{org_id}/billing/spending_limit", lambda pool: body_or_junk(
+        maybe(spending_limit_cents=st.sampled_from([1, 500, 0, -1, "5"])))),
+    route("DELETE", "organizations/{org_id}/billing/spending_limit"),
+    route("GET", "organizations/{org_id}/vpc/vpc_endpoints"),
+    route("GET", "organizations/{org_id}/vpc/region/{region_id}/vpc_endpoints"),
+    route("POST", "users/me/projects/transfer", lambda pool: body_or_junk(maybe(
+        destination_org_id=pool.pick("org_id"),
+        project_ids=st.lists(pool.pick("project_id"), max_size=2)))),
     route("/_sim", "GET faults"),
     route("/_sim", "POST faults", lambda pool: body_or_junk(maybe(
         operation_failure_rate=st.sampled_from([0.0, 0.5, -0.1, 1.0, 2]),
