@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,21 @@ class Served:
                 return
             time.sleep(0.1)
         raise AssertionError(f"operations of {project_id} did not end: {ops}")
+
+    def in_days(self, days: float) -> str:
+        """The simulated instant `days` from now, as the API writes instants."""
+        now = self.http.get("/_sim/clock").json()["now"]
+        at = datetime.fromisoformat(now.replace("Z", "+00:00")) + timedelta(days=days)
+        return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def let_deletion_end(self) -> None:
+        """Let a deleted project's computes stop (seconds of simulated time), so that it
+        may be recovered: a manual clock is advanced a minute; a realtime one (speed 60)
+        is given a wall second, a simulated minute."""
+        if self.clock == "manual":
+            assert self.http.post("/_sim/advance", json={"seconds": 60}).status_code == 200
+        else:
+            time.sleep(1.0)
 
 
 @pytest.fixture

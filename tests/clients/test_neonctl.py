@@ -201,7 +201,7 @@ def test_a_neonctl_session(clock: str, npm_clients: NpmClients,
     assert neonctl("ip-allow", "list", "--project-id", p)["IP_addresses"] == \
         served.api("GET", f"projects/{p}")["project"]["settings"]["allowed_ips"]["ips"]
     expiring = neonctl("branches", "set-expiration", "feature", "--project-id", p,
-                       "--expires-at", "2027-01-01T00:00:00Z")
+                       "--expires-at", served.in_days(7))
     assert expiring["expires_at"] == served.api(
         "GET", f"projects/{p}/branches/{dev_id}")["branch"]["expires_at"]
 
@@ -242,6 +242,7 @@ def test_the_lifecycle_commands(clock: str, npm_clients: NpmClients,
         if command[:2] == ["projects", "recover"]:
             neonctl("projects", "delete", p)
             assert served.http.get(f"/api/v2/projects/{p}").status_code == 404
+            served.let_deletion_end()
         answer = neonctl(*[c.format(project_id=p) for c in command])
         assert answer, command
         served.settle(p)
