@@ -82,6 +82,8 @@ READS = frozenset({"GET", "HEAD", "OPTIONS"})
 READ_ONLY_ROUTES = frozenset({"/_sim/auth/query"})
 #: associated data of what is sealed (with the file's id): a body cannot pass for a snapshot
 BODY, SNAPSHOT = b"request body", b"snapshot"
+#: seconds a stop waits for a snapshot a forked copy is still writing
+CLOSE_WAIT_S = 5.0
 
 SCHEMA = """
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -249,6 +251,9 @@ class Journal:
         self._keys_changed = False
         self._seq_fd: int | None = None
         self.since_snapshot = 0  # entries appended since the last snapshot
+        #: a snapshot a forked copy is still writing: (after, the MAC at that row, its
+        #: entry, its `snapshot_fork.Pending`)
+        self._deferred: tuple[int, bytes, Entry, Any] | None = None
         self.last_t = 0.0  # the latest simulated instant journaled
 
     # -- before serving ---------------------------------------------------------------------
@@ -336,6 +341,10 @@ class Journal:
         a clean stop the main file alone holds everything (a backup may copy just it)."""
         if self._closed:
             return
+        with self._cond:
+            deferred = self._deferred
+        if deferred is not None and deferred[3].result(timeout=CLOSE_WAIT_S) is None:
+            deferred[3].stop()  # not written in time: the journal holds what it would
         with self._cond:
             self._closing = True
             self._cond.notify_all()
@@ -425,9 +434,9 @@ class Journal:
     def _write_loop(self) -> None:
         while True:
             with self._cond:
-                while not self._pending and not self._closing:
+                while not self._pending and not self._closing and not self._deferred_ready():
                     self._cond.wait()
-                if not self._pending:
+                if not self._pending and not self._deferred_ready():
                     return
                 batch, self._pending = self._pending, []
                 upto = self._appended
@@ -453,6 +462,7 @@ class Journal:
         try:
             for entry in batch:
                 self._write(conn, entry)
+            self._write_deferred(conn)
             commits = self._commits + 1
             self._meta.update(commits=str(commits), rows=str(self._last_row))
             self._write_meta(conn)
@@ -473,6 +483,34 @@ class Journal:
         if self._seq_fd is not None:
             os.pwrite(self._seq_fd, f"{commits:020d}\n".encode(), 0)
 
+    def _write_snapshot(self, conn: sqlite3.Connection, after: int, head: bytes, entry: Entry,
+                        world: bytes) -> None:
+        """The snapshot taken after journal row `after` (whose MAC is `head`)."""
+        file_id = self.file_id
+        row = (after, float(entry.t), entry.wall,
+               self.seal.seal(world, SNAPSHOT + file_id.encode()))
+        mac = integrity.snapshot_mac(self.seal, file_id, row, head)
+        conn.execute("DELETE FROM snapshot")
+        conn.execute("INSERT INTO snapshot VALUES (?, ?, ?, ?, ?)", (*row, mac))
+        self._snapshot_mac = mac
+
+    def _deferred_ready(self) -> bool:
+        return self._deferred is not None and self._deferred[3].done()
+
+    def poke(self) -> None:
+        """A snapshot written by a copy has arrived: the writer commits it."""
+        with self._cond:
+            self._cond.notify_all()
+
+    def _write_deferred(self, conn: sqlite3.Connection) -> None:
+        if not self._deferred_ready():
+            return
+        after, head, entry, pending = self._deferred  # type: ignore[misc]
+        self._deferred = None
+        world = pending.result()
+        if world is not None:
+            self._write_snapshot(conn, after, head, entry, world)
+
     def _write(self, conn: sqlite3.Connection, entry: Entry) -> None:
         kind = entry.kind
         if kind == "key":
@@ -487,13 +525,13 @@ class Journal:
             return
         file_id = self.file_id
         if kind == "snapshot":
-            row = (self._last_row, float(entry.t), entry.wall,
-                   self.seal.seal(entry.fields["world"], SNAPSHOT + file_id.encode()))
-            mac = integrity.snapshot_mac(self.seal, file_id, row, self._head)
-            conn.execute("DELETE FROM snapshot")
-            conn.execute("INSERT INTO snapshot VALUES (?, ?, ?, ?, ?)", (*row, mac))
-            self._snapshot_mac = mac
+            world = entry.fields["world"]
             self._last_kind = kind  # rows it includes are never changed again
+            if isinstance(world, bytes):
+                self._deferred = None  # a newer snapshot than the one still being written
+                self._write_snapshot(conn, self._last_row, self._head, entry, world)
+            else:  # written by a forked copy (sim.api.snapshot_fork): its place kept
+                self._deferred = (self._last_row, self._head, entry, world)
             return
         if kind == "clock" and self._last_kind == "clock":
             row = (self._last_row, kind, float(entry.t), entry.wall,

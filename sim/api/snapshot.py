@@ -28,6 +28,9 @@ from sim.api.world_codec import Refused, Stale
 from sim.engine.auth_sql import SCHEMA_NAME, BranchDatabase
 
 _DB_FIELDS = ("project_id", "branch_id", "name")
+#: in a forked copy writing a snapshot (`sim.api.snapshot_fork`): a lock another thread held
+#: at the fork stays held there, and the copy has no other thread to wait for
+IN_COPY = False
 
 
 def _serialize(conn: sqlite3.Connection, name: str) -> bytes:
@@ -40,9 +43,13 @@ def _serialize(conn: sqlite3.Connection, name: str) -> bytes:
 def _db_parts(db: BranchDatabase) -> list[Any]:
     if db.path is not None:
         raise TypeError("a branch database kept in files cannot be snapshot")
-    with db.lock:
+    locked = db.lock.acquire(timeout=-1 if not IN_COPY else 0)
+    try:
         main = _serialize(db.conn, "main")
         users = _serialize(db.conn, SCHEMA_NAME) if db._schema_attached() else None
+    finally:
+        if locked:
+            db.lock.release()
     return [main, users, *(getattr(db, f) for f in _DB_FIELDS)]
 
 

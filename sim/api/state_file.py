@@ -305,7 +305,8 @@ def open_server(
         journal.since_snapshot = restored.entries
         journal.start(server.cp.now)
         server.attach_journal(journal)
-        server.snapshot_if_due()  # now, rather than in the first request's time
+        if snapshot_every is not None and journal.since_snapshot >= snapshot_every:
+            server.take_snapshot()  # now, written whole before the first request is served
     except BaseException:
         journal.close()
         raise

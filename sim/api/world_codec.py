@@ -87,7 +87,7 @@ PLAIN_CLASSES: set[str] = {
     "sim.workload.arrivals:Bursty", "sim.workload.arrivals:Poisson",
     "sim.workload.arrivals:Periodic", "sim.workload.sessions:SessionModel",
     "sim.workload.distributions:Distribution",
-    "sim.scenario.runner:Fleet",
+    "sim.scenario.runner:Fleet", "sim.engine.history_fold:HistoryFold",
 }
 
 #: SimPy's own classes a snapshot holds (its pending events)
