@@ -49,12 +49,14 @@ Opening, checking and replaying a file: `sim.api.state_file`.
 from __future__ import annotations
 
 import contextvars
+import ctypes
 import json
 import logging
 import os
 import re
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -218,6 +220,15 @@ class Entry:
     wall: str = field(default_factory=wall_now)
 
 
+def release_freed_memory() -> None:
+    """Give the memory of a snapshot's bytes back to the system (glibc keeps large freed
+    blocks in its heap otherwise: the server's memory would grow by a snapshot each time)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 def _disk_message(err: BaseException) -> str:
     """The cause in one line ("database or disk is full"), not a wrapper's."""
     return str(err) or type(err).__name__
@@ -254,6 +265,7 @@ class Journal:
         #: a snapshot a forked copy is still writing: (after, the MAC at that row, its
         #: entry, its `snapshot_fork.Pending`)
         self._deferred: tuple[int, bytes, Entry, Any] | None = None
+        self._trim = False
         self.last_t = 0.0  # the latest simulated instant journaled
 
     # -- before serving ---------------------------------------------------------------------
@@ -336,15 +348,13 @@ class Journal:
                                         daemon=True)
         self._thread.start()
 
-    def close(self) -> None:
+    def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
         """Commit what is pending, mark the file closed and fold the `-wal` into it: after
-        a clean stop the main file alone holds everything (a backup may copy just it)."""
+        a clean stop the main file alone holds everything (a backup may copy just it).
+        A snapshot a copy is still writing is waited for up to `wait_s` seconds."""
         if self._closed:
             return
-        with self._cond:
-            deferred = self._deferred
-        if deferred is not None and deferred[3].result(timeout=CLOSE_WAIT_S) is None:
-            deferred[3].stop()  # not written in time: the journal holds what it would
+        self._finish_snapshot(wait_s)
         with self._cond:
             self._closing = True
             self._cond.notify_all()
@@ -361,6 +371,26 @@ class Journal:
             if self._seq_fd is not None:
                 os.close(self._seq_fd)
             self._conn.close()
+
+    def _finish_snapshot(self, wait_s: float) -> None:
+        """Let a snapshot still being written by a copy land, or give it up after `wait_s`."""
+        if self._thread is None or self._failed is not None:
+            return
+        deadline = time.monotonic() + wait_s
+        with self._cond:  # the writer has taken every entry (a snapshot's place is known)
+            while self._durable < self._appended and self._failed is None:
+                if not self._cond.wait(max(0.0, deadline - time.monotonic())):
+                    break
+            deferred = self._deferred
+        if deferred is None:
+            return
+        if deferred[3].result(timeout=max(0.0, deadline - time.monotonic())) is None:
+            deferred[3].stop()  # not written in time: the journal holds what it would
+            return
+        with self._cond:  # committed by the writer once it arrived
+            while self._deferred is deferred and self._failed is None:
+                if not self._cond.wait(max(0.0, deadline - time.monotonic())):
+                    break
 
     def _checkpoint(self) -> None:
         self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -453,6 +483,9 @@ class Journal:
             with self._cond:
                 self._durable = upto
                 self._cond.notify_all()
+            if self._trim:
+                self._trim = False
+                release_freed_memory()
 
     def _commit(self, batch: list[Entry]) -> None:
         conn = self._conn
@@ -510,6 +543,7 @@ class Journal:
         world = pending.result()
         if world is not None:
             self._write_snapshot(conn, after, head, entry, world)
+            self._trim = True  # the snapshot's bytes are freed once committed
 
     def _write(self, conn: sqlite3.Connection, entry: Entry) -> None:
         kind = entry.kind

@@ -242,19 +242,28 @@ class SimServer:
         with self._section():
             self._journal(Entry("key", 0.0, {"record": record}))
 
-    def close_state(self) -> None:
-        """A clean stop: snapshot the world, commit, fold the -wal into the file, close it."""
+    def close_state(self, wait_s: float = 60.0) -> None:
+        """A clean stop: snapshot the world, commit, fold the -wal into the file, close it.
+
+        The snapshot is written by a forked copy (`sim.api.snapshot_fork`) and waited for
+        up to `wait_s` seconds (`sim serve` on SIGTERM: a short wait, so a stop is quick);
+        one not written by then is given up: the journal holds everything, and the next
+        start replays the rows since the last snapshot. None is taken when nothing was
+        journaled since the latest one."""
         journal = self.journal
         if journal is None:
             return
         try:
-            if not journal.failed:
-                self.take_snapshot()
+            if not journal.failed and journal.since_snapshot > 0:
+                with self._section():
+                    snapshot.dumps([])  # the codec's modules loaded here, not in the copy
+                    world = snapshot_fork.capture(self.world_state(), journal.poke)
+                    journal.append(Entry("snapshot", self.cp.now, {"world": world}))
         except Exception as err:  # noqa: BLE001 - the stop goes on: the journal has it all
             log.error("state file: no snapshot at the stop (%s: %s); the next start replays "
                       "the journal", type(err).__name__, err)
         finally:
-            journal.close()
+            journal.close(wait_s)
 
     def attach_journal(self, journal: Journal) -> None:
         self.journal = journal

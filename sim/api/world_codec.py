@@ -1,7 +1,7 @@
 """The world as data: a type-tagged tree, read back without running anything it says.
 
-A snapshot (`sim.api.snapshot`) is this module's bytes: msgpack of
-`[header, entries, root]`. Every value that is not None, a bool, an int of 64
+A snapshot (`sim.api.snapshot`) is this module's bytes: `MAGIC`, then zlib of
+the msgpack of `[header, entries, root]`. Every value that is not None, a bool, an int of 64
 bits, a float, a str or bytes is an entry of the table, referred to by its
 index (msgpack extension 0), so shared objects stay shared and cycles (a
 compute and its runtime) come back as they were. An entry is `[tag, ...]`:
@@ -11,7 +11,7 @@ compute and its runtime) come back as they were. An entry is `[tag, ...]`:
 | l t d  | list, tuple, dict           | the same, from their items                      |
 | nt     | a NamedTuple of an allowed module | the same, given as many items as its fields |
 | s fs q | set, frozenset, deque       | the same                                        |
-| o      | an object of an allowed class | `cls.__new__` and its fields (checked)        |
+| o      | an object: its shape (class, field names: in the header), values | `cls.__new__`, fields checked |
 | p      | a pydantic model of an allowed module | its fields, set as they were            |
 | e      | an enum member              | `cls(value)`                                    |
 | a ao   | numpy array (bytes, dtype, shape) / of objects | `frombuffer` / filled           |
@@ -59,6 +59,7 @@ import itertools
 import sys
 import threading
 import types
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -68,6 +69,7 @@ import simpy
 import simpy.events
 
 FORMAT = 1
+MAGIC = b"sim-world\x01"  # then zlib of the msgpack tree
 _REF = 0  # msgpack extension code of a reference to an entry
 
 #: modules whose classes and functions a snapshot may name (prefixes end with ".")
@@ -201,6 +203,8 @@ class _Encoder:
         self.todo: list[tuple[int, Any]] = []
         self.modules: set[str] = set()
         self.parent: list[int] = []  # the entry that first referred to each (for errors)
+        #: (class, its field names) -> index: an object is its shape's index and its values
+        self.shapes: dict[tuple[str, tuple[str, ...]], int] = {}
         self.current = -1
 
     def ref(self, obj: Any) -> Any:
@@ -337,7 +341,12 @@ class _Encoder:
                             f"(sim.api.world_codec.PLAIN_CLASSES) if it is plain data")
         if _own_state(t):  # state of its own making (a session feed's)
             return ["g", name, r(obj.__getstate__())]
-        return ["o", name, [x for k, v in _fields_of(obj) for x in (k, r(v))]]
+        fields = _fields_of(obj)
+        shape = (name, tuple(k for k, _v in fields))
+        index = self.shapes.get(shape)
+        if index is None:
+            index = self.shapes[shape] = len(self.shapes)
+        return ["o", index, [r(v) for _k, v in fields]]
 
     def function(self, fn: types.FunctionType) -> list[Any]:
         module = fn.__module__ or ""
@@ -387,8 +396,9 @@ def dumps(root: Any) -> bytes:
     """The tree of `root` as bytes (TypeError names a value a snapshot cannot hold)."""
     enc = _Encoder()
     top = enc.run(root)
-    header = {"format": FORMAT, "modules": {m: _module_hash(m) for m in sorted(enc.modules)}}
-    return msgpack.packb([header, enc.entries, top], use_bin_type=True)
+    header = {"format": FORMAT, "modules": {m: _module_hash(m) for m in sorted(enc.modules)},
+              "shapes": [[name, list(fields)] for name, fields in enc.shapes]}
+    return MAGIC + zlib.compress(msgpack.packb([header, enc.entries, top], use_bin_type=True), 1)
 
 
 # ---- reading -----------------------------------------------------------------------------------
@@ -456,6 +466,14 @@ class _Decoder:
             if ours != digest:
                 raise Stale(f"{module} has changed since")
         self.modules = set(modules)
+        shapes = header.get("shapes")
+        if not isinstance(shapes, list) or not all(
+                isinstance(sh, list) and len(sh) == 2 and isinstance(sh[0], str)
+                and isinstance(sh[1], list) and all(isinstance(f, str) for f in sh[1])
+                for sh in shapes):
+            raise Refused("no list of object shapes")
+        self.shapes = shapes
+        self.shape_info: dict[int, tuple[type, list[str], list[Any]]] = {}
         if not isinstance(entries, list):
             raise Refused("no table of values")
         self.entries = entries
@@ -479,6 +497,25 @@ class _Decoder:
                 or (issubclass(cls, tuple) and hasattr(cls, "_fields"))):
             raise Refused(f"it holds a {name}, which a snapshot may not")
         return cls
+
+    def shape(self, i: Any) -> tuple[type, list[str], list[Any]]:
+        """The class, field names and allowed types of object shape i (checked once)."""
+        found = self.shape_info.get(i) if type(i) is int else None
+        if found is None:
+            if type(i) is not int or not 0 <= i < len(self.shapes):
+                raise Refused(f"an object of no shape {str(i)[:20]}")
+            name, names = self.shapes[i]
+            cls = self.data_class(name)
+            types_ = _field_types(cls) if dataclasses.is_dataclass(cls) else None
+            allowed: list[Any] = []
+            for k in names:
+                if k.startswith("__") or not k.isidentifier():
+                    raise Refused(f"a {cls.__name__} with a field of no name")
+                if types_ is not None and k not in types_ and not k.startswith("_"):
+                    raise Refused(f"a {cls.__name__} with a field {k[:40]!r} it does not have")
+                allowed.append(None if types_ is None else types_.get(k))
+            found = self.shape_info[i] = (cls, names, allowed)
+        return found
 
     # -- values
     def r(self, x: Any) -> Any:
@@ -515,7 +552,7 @@ class _Decoder:
         elif tag == "cell":
             obj = types.CellType()
         elif tag in ("o", "g"):
-            cls = self.data_class(e[1])
+            cls = self.shape(e[1])[0] if tag == "o" else self.data_class(e[1])
             if (tag == "g") != _own_state(cls):
                 raise Refused(f"a {e[1]} not given as sim writes it")
             obj = cls.__new__(cls)
@@ -714,19 +751,15 @@ class _Decoder:
                     raise Refused(f"a {e[1]} that cannot be rebuilt ({err})") from None
 
     def fill_object(self, obj: Any, e: list[Any]) -> None:
-        items = e[2]
-        cls = type(obj)
-        types_ = _field_types(cls) if dataclasses.is_dataclass(cls) else None
-        for k, x in zip(items[::2], items[1::2], strict=True):
-            if not isinstance(k, str) or k.startswith("__"):
-                raise Refused(f"a {cls.__name__} with a field of no name")
-            v = self.r(x)
-            if types_ is not None:
-                if k not in types_ and not k.startswith("_"):  # a private cache may be
-                    raise Refused(f"a {cls.__name__} with a field {k[:40]!r} it does not have")
-                allowed = types_.get(k)
-                if allowed is not None and not isinstance(v, allowed):
-                    raise Refused(f"{cls.__name__}.{k} is a {type(v).__name__}")
+        cls, names, allowed = self.shape(e[1])
+        values = e[2]
+        if not isinstance(values, list) or len(values) != len(names):
+            raise Refused(f"a {cls.__name__} not of its shape")
+        r = self.r
+        for k, x, types_ in zip(names, values, allowed, strict=True):
+            v = r(x)
+            if types_ is not None and not isinstance(v, types_):
+                raise Refused(f"{cls.__name__}.{k} is a {type(v).__name__}")
             object.__setattr__(obj, k, v)
 
 
@@ -764,12 +797,14 @@ def _check_queue(env: simpy.Environment) -> None:
 
 def loads(data: bytes) -> Any:
     """The tree `dumps` wrote. Stale: another version of sim; Refused: not such data."""
+    if not data.startswith(MAGIC):
+        raise Refused("not a snapshot of this kind (no world tree)")
     try:
-        header, entries, top = msgpack.unpackb(data, ext_hook=_ext, raw=False,
-                                               strict_map_key=True)
+        header, entries, top = msgpack.unpackb(zlib.decompress(data[len(MAGIC):]),
+                                               ext_hook=_ext, raw=False, strict_map_key=True)
     except Refused:
         raise
-    except (ValueError, TypeError, msgpack.exceptions.ExtraData) as err:
+    except (ValueError, TypeError, zlib.error, msgpack.exceptions.ExtraData) as err:
         raise Refused(f"not a snapshot ({err})") from None
     except Exception as err:  # noqa: BLE001 - msgpack's own errors
         raise Refused(f"not a snapshot ({type(err).__name__})") from None

@@ -108,8 +108,11 @@ class HistoryFold:
     def _fold_connections(self) -> None:
         cp = self.cp
         runtimes = [c.runtime for c in cp.computes.values() if c.runtime is not None]
+        rows, now = cp.recorder.connections, cp.env.now
+        for rt in runtimes:  # a cut rewrites only the rows of sessions still open
+            rt.open_records = [i for i in rt.open_records
+                               if rows[i].arrival_s + rows[i].wait_s + rows[i].duration_s > now]
         keep = sorted({i for rt in runtimes for i in rt.open_records})
-        rows = cp.recorder.connections
         at = {old: new for new, old in enumerate(keep)}
         cp.recorder.connections = [rows[i] for i in keep]
         for rt in runtimes:

@@ -18,6 +18,7 @@ import copy
 import os
 import pickle
 import random
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -127,11 +128,13 @@ class _RunsACommand:
 
 
 def _tree(data: bytes) -> list[Any]:
-    return msgpack.unpackb(data, raw=False, strict_map_key=False)
+    assert data.startswith(world_codec.MAGIC)
+    return msgpack.unpackb(zlib.decompress(data[len(world_codec.MAGIC):]), raw=False,
+                           strict_map_key=False)
 
 
 def _pack(tree: list[Any]) -> bytes:
-    return msgpack.packb(tree, use_bin_type=True)
+    return world_codec.MAGIC + zlib.compress(msgpack.packb(tree, use_bin_type=True))
 
 
 def _ref(i: int) -> msgpack.ExtType:
@@ -143,8 +146,10 @@ def _genuine(kept: Kept) -> bytes:
 
 
 def _first(tree: list[Any], tag: str, name: str | None = None) -> int:
+    """The first entry of a tag (an object: of a class, by its shape's name)."""
+    shapes = tree[0]["shapes"]
     return next(i for i, e in enumerate(tree[1])
-                if e[0] == tag and (name is None or e[1] == name))
+                if e[0] == tag and (name is None or shapes[e[1]][0] == name))
 
 
 def _a_pickle(kept: Kept, marker: Path) -> bytes:
@@ -183,8 +188,8 @@ def _a_handler_sim_lacks(kept: Kept, marker: Path) -> bytes:
 def _a_field_of_the_wrong_type(kept: Kept, marker: Path) -> bytes:
     tree = _tree(_genuine(kept))
     i = _first(tree, "o", "sim.engine.model:Operation")
-    fields = tree[1][i][2]
-    fields[fields.index("status") + 1] = 12345
+    names = tree[0]["shapes"][tree[1][i][1]][1]
+    tree[1][i][2][names.index("status")] = 12345
     return _pack(tree)
 
 
@@ -199,7 +204,7 @@ def _a_class_not_allowed(kept: Kept, marker: Path) -> bytes:
     tree = _tree(_genuine(kept))
     tree[0]["modules"]["sim.engine.auth_sql"] = world_codec._module_hash("sim.engine.auth_sql")
     i = _first(tree, "o", "sim.engine.model:Operation")
-    tree[1][i][1] = "sim.engine.auth_sql:BranchDatabase"  # a connection, not plain data
+    tree[0]["shapes"][tree[1][i][1]][0] = "sim.engine.auth_sql:BranchDatabase"  # not data
     return _pack(tree)
 
 
