@@ -23,7 +23,7 @@ import threading
 import weakref
 from typing import Any
 
-from sim.api import world_codec
+from sim.api import world_codec, world_decode
 from sim.api.world_codec import Refused, Stale
 from sim.engine.auth_sql import SCHEMA_NAME, BranchDatabase
 
@@ -93,7 +93,7 @@ def dumps(world: Any) -> bytes:
 def loads(data: bytes) -> Any:
     """The world `dumps` wrote. `Stale`: written by another version of sim (replay the
     journal instead); `Refused`: not such data (nothing was run)."""
-    return world_codec.loads(data)
+    return world_decode.loads(data)
 
 
 __all__ = ["Refused", "Stale", "dumps", "loads"]
