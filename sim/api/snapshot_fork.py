@@ -28,6 +28,8 @@ from collections.abc import Callable
 from sim.api import snapshot
 
 log = logging.getLogger("sim.api.snapshot_fork")
+#: seconds a copy may take to write a snapshot before it ends itself
+COPY_LIMIT_S = 900
 
 
 class Pending:
@@ -96,6 +98,10 @@ def capture(world: object, on_ready: Callable[[], None]) -> bytes | Pending:
             os.close(read)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            # a lock another thread held at the fork (inside SQLite, say) would hang the
+            # copy for good: it ends itself instead (no snapshot; the next one is due later)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.alarm(COPY_LIMIT_S)
             gc.freeze()  # leave the parent's pages shared
             logging.disable(logging.CRITICAL)
             snapshot.IN_COPY = True

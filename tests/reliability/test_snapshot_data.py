@@ -264,3 +264,15 @@ def test_a_class_a_snapshot_cannot_hold_is_named_when_writing() -> None:
 
     with pytest.raises(TypeError, match=r"cannot hold a .*Stranger.*held by .*Stranger <- list"):
         snapshot.dumps([Stranger()])
+
+
+def test_every_registered_plain_class_exists() -> None:
+    """A module moved or a class renamed leaves no stale name behind (snapshots would fail)."""
+    import importlib
+
+    for name in sorted(world_codec.PLAIN_CLASSES):
+        module, _, qualname = name.partition(":")
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part, None)
+        assert isinstance(found, type) and f"{found.__module__}:{found.__qualname__}" == name, name
