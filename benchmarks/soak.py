@@ -58,15 +58,25 @@ class Reader(threading.Thread):
         self.project = project
         self.longest = 0.0
         self.running = threading.Event()
+        self.idle = threading.Event()
         self.stopped = False
 
     def run(self) -> None:
         while not self.stopped:
-            if not self.running.wait(0.1):
+            if not self.running.is_set():
+                self.idle.set()  # no read in flight: a day step may begin
+                self.running.wait(0.1)
                 continue
+            self.idle.clear()
             started = time.perf_counter()
             self.client.get(f"projects/{self.project}")
             self.longest = max(self.longest, time.perf_counter() - started)
+
+    def pause(self) -> None:
+        """Reads stop; returns once none is in flight (a day step is no stall of theirs)."""
+        self.idle.clear()
+        self.running.clear()
+        self.idle.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                 client.post(f"projects/{p}/endpoints/{c}/suspend")
             longest_write = max(longest_write, time.perf_counter() - started)
         time.sleep(0.5)  # reads go on while a copy may still be writing a snapshot
-        reader.running.clear()
+        reader.pause()
         figures[day] = (rss_mib(serve.proc.pid), file_mib(state))
         print(f"day {day:2d}: RSS {figures[day][0]:7.1f} MiB, state file "
               f"{figures[day][1]:7.1f} MiB; the day step took {day_s:.1f} s")
