@@ -468,8 +468,11 @@ class Journal:
                     self._cond.wait()
                 if not self._pending and not self._deferred_ready():
                     return
-                batch, self._pending = self._pending, []
-                upto = self._appended
+                if self._deferred_ready():  # a snapshot from a copy: a commit of its own
+                    batch, upto = [], self._durable
+                else:
+                    batch, self._pending = self._pending, []
+                    upto = self._appended
             try:
                 self._commit(batch)
             except BaseException as err:  # every waiter must hear of it
@@ -495,7 +498,8 @@ class Journal:
         try:
             for entry in batch:
                 self._write(conn, entry)
-            self._write_deferred(conn)
+            if not batch:  # a snapshot from a copy: a commit of its own (see _write_loop)
+                self._write_deferred(conn)
             commits = self._commits + 1
             self._meta.update(commits=str(commits), rows=str(self._last_row))
             self._write_meta(conn)

@@ -116,6 +116,7 @@ class _Decoder:
                 for sh in shapes):
             raise Refused("no list of object shapes")
         self.shapes = shapes
+        self.classes: dict[str, type] = {}  # names already looked up and checked
         self.shape_info: dict[int, tuple[type, list[str], list[Any]]] = {}
         if not isinstance(entries, list):
             raise Refused("no table of values")
@@ -124,6 +125,12 @@ class _Decoder:
 
     # -- names
     def cls(self, name: Any) -> type:
+        found = self.classes.get(name) if type(name) is str else None
+        if found is None:
+            found = self.classes[str(name)] = self._cls(name)
+        return found
+
+    def _cls(self, name: Any) -> type:
         if name in _SIMPY:
             return _SIMPY[name]
         module, _, qualname = str(name).partition(":")
