@@ -49,14 +49,12 @@ Opening, checking and replaying a file: `sim.api.state_file`.
 from __future__ import annotations
 
 import contextvars
-import ctypes
 import json
 import logging
 import os
 import re
 import sqlite3
 import threading
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -66,6 +64,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sim.api import integrity
 from sim.api.integrity import HEAD, JOURNAL_COLUMNS, KEYS_MAC, MAC, SNAPSHOT_MAC
+from sim.api.journal_snapshot import SNAPSHOT, SnapshotWriting, release_freed_memory
 from sim.api.keys import ApiKey, KeyKind, KeyRecord, secret_sha256
 from sim.api.limits import ClientGone, read_body, replay_body
 
@@ -83,7 +82,7 @@ READS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: POST routes that read only: not journaled
 READ_ONLY_ROUTES = frozenset({"/_sim/auth/query"})
 #: associated data of what is sealed (with the file's id): a body cannot pass for a snapshot
-BODY, SNAPSHOT = b"request body", b"snapshot"
+BODY = b"request body"
 #: seconds a stop waits for a snapshot a forked copy is still writing
 CLOSE_WAIT_S = 5.0
 
@@ -220,21 +219,12 @@ class Entry:
     wall: str = field(default_factory=wall_now)
 
 
-def release_freed_memory() -> None:
-    """Give the memory of a snapshot's bytes back to the system (glibc keeps large freed
-    blocks in its heap otherwise: the server's memory would grow by a snapshot each time)."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
-
-
 def _disk_message(err: BaseException) -> str:
     """The cause in one line ("database or disk is full"), not a wrapper's."""
     return str(err) or type(err).__name__
 
 
-class Journal:
+class Journal(SnapshotWriting):
     """One state file, checked and open. `append` under the server's lock; `wait_durable`
     after leaving it. Made by `sim.api.state_file`, which checks the file first."""
 
@@ -372,26 +362,6 @@ class Journal:
                 os.close(self._seq_fd)
             self._conn.close()
 
-    def _finish_snapshot(self, wait_s: float) -> None:
-        """Let a snapshot still being written by a copy land, or give it up after `wait_s`."""
-        if self._thread is None or self._failed is not None:
-            return
-        deadline = time.monotonic() + wait_s
-        with self._cond:  # the writer has taken every entry (a snapshot's place is known)
-            while self._durable < self._appended and self._failed is None:
-                if not self._cond.wait(max(0.0, deadline - time.monotonic())):
-                    break
-            deferred = self._deferred
-        if deferred is None:
-            return
-        if deferred[3].result(timeout=max(0.0, deadline - time.monotonic())) is None:
-            deferred[3].stop()  # not written in time: the journal holds what it would
-            return
-        with self._cond:  # committed by the writer once it arrived
-            while self._deferred is deferred and self._failed is None:
-                if not self._cond.wait(max(0.0, deadline - time.monotonic())):
-                    break
-
     def _checkpoint(self) -> None:
         self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
@@ -519,35 +489,6 @@ class Journal:
         self._commits = commits
         if self._seq_fd is not None:
             os.pwrite(self._seq_fd, f"{commits:020d}\n".encode(), 0)
-
-    def _write_snapshot(self, conn: sqlite3.Connection, after: int, head: bytes, entry: Entry,
-                        world: bytes) -> None:
-        """The snapshot taken after journal row `after` (whose MAC is `head`)."""
-        file_id = self.file_id
-        row = (after, float(entry.t), entry.wall,
-               self.seal.seal(world, SNAPSHOT + file_id.encode()))
-        mac = integrity.snapshot_mac(self.seal, file_id, row, head)
-        conn.execute("DELETE FROM snapshot")
-        conn.execute("INSERT INTO snapshot VALUES (?, ?, ?, ?, ?)", (*row, mac))
-        self._snapshot_mac = mac
-
-    def _deferred_ready(self) -> bool:
-        return self._deferred is not None and self._deferred[3].done()
-
-    def poke(self) -> None:
-        """A snapshot written by a copy has arrived: the writer commits it."""
-        with self._cond:
-            self._cond.notify_all()
-
-    def _write_deferred(self, conn: sqlite3.Connection) -> None:
-        if not self._deferred_ready():
-            return
-        after, head, entry, pending = self._deferred  # type: ignore[misc]
-        self._deferred = None
-        world = pending.result()
-        if world is not None:
-            self._write_snapshot(conn, after, head, entry, world)
-            self._trim = True  # the snapshot's bytes are freed once committed
 
     def _write(self, conn: sqlite3.Connection, entry: Entry) -> None:
         kind = entry.kind
