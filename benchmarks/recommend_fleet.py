@@ -43,7 +43,7 @@ def _cpu() -> float:
 
 
 def fleet(quick: bool) -> dict:
-    from sim.fleet import read_source
+    from sim.sweep.fleet import read_source
 
     doc = dict(read_source(REPO / "scenarios" / "tenants.yaml").document)
     if quick:

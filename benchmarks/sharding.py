@@ -1,6 +1,6 @@
 """Sharding: the same fleet on 2 dask workers against 1, as a speed-up (goal >= 1.7x).
 
-What it measures: `sim.fleet.run_fleet(path, client=...)` on an embedded
+What it measures: `sim.sweep.fleet.run_fleet(path, client=...)` on an embedded
 LocalCluster of 1 worker process, then of 2 (single-threaded workers, as
 `sim run --workers N` starts them). Only the run is timed: each cluster is
 started and warmed up (imports done, one small fleet run on every worker)
@@ -15,7 +15,7 @@ worker, in the same invocation: the ratio is wall(1 worker) / wall(2 workers),
 so it shows what the second worker buys and nothing else. Runs alternate
 (1, 2, 1, 2) and the best of each side counts. The two results
 must hold the same rows (checked). The fleet (benchmarks/fleet.yaml: 5,000
-computes x 30 days, fleet path on, event records off) is sized so that
+computes x 30 days, kernel on, event records off) is sized so that
 per-shard work dominates task overhead: one worker spends ~20 CPU seconds on
 it. With 2 CPUs, 1.7x needs 85% parallel efficiency: the scheduler and the
 merge share those CPUs with the workers, and so does anything else running on
@@ -44,7 +44,7 @@ from _harness import Report, fleet_size, fleet_text, print_report, write_fleet
 
 TARGET = "sharding"
 GOAL = 1.7
-COMPUTES = 5_000  # x 30 days, 21.6 M sessions: ~20 CPU s on one worker (fleet path)
+COMPUTES = 5_000  # x 30 days, 21.6 M sessions: ~20 CPU s on one worker (kernel)
 DAYS = 30.0
 
 
@@ -56,7 +56,7 @@ def _cpu_seconds() -> float:
 def timed_run(path: Path, workers: int) -> tuple[float, float, float, tuple]:
     """(wall seconds of the run only, CPU seconds the workers spent in it, CPU seconds
     this process (client, scheduler, merge) spent in it, a fingerprint of its rows)."""
-    from sim.fleet import open_client, run_fleet
+    from sim.sweep.fleet import open_client, run_fleet
 
     with tempfile.TemporaryDirectory(prefix="sim-bench-") as tmp:
         warm = write_fleet(fleet_text(2 * workers, 0.05), tmp, "warm.yaml")

@@ -1,6 +1,6 @@
 """Restart of `sim serve --state`: seconds to reopen a file with 1k / 10k / 100k mutations.
 
-What it measures: `sim.api.state_file.open_server(path)` (check the file, load
+What it measures: `sim.api.restore.open_server(path)` (check the file, load
 its latest snapshot, replay the journal rows after it, restore the keys) on a
 state file built with N journaled mutations through the API, in process:
 projects created (one call in a hundred), renamed, their computes suspended
@@ -46,7 +46,7 @@ def build(path: Path, mutations: int, projects_every: int = 100) -> None:
     """A state file with `mutations` journaled mutations, a project created every
     `projects_every`; left as a crash leaves it."""
     from sim.api import in_process_client
-    from sim.api.state_file import open_server
+    from sim.api.restore import open_server
 
     server, _ = open_server(path, seed=1)
     server.keep_key(server.add_personal_key(KEY))
@@ -76,7 +76,7 @@ def build(path: Path, mutations: int, projects_every: int = 100) -> None:
 
 def reopen(path: Path, **options: object) -> tuple[float, int, bool]:
     """(seconds, journal rows replayed, whether a snapshot was loaded); then a clean stop."""
-    from sim.api.state_file import open_server
+    from sim.api.restore import open_server
 
     started = time.perf_counter()
     server, restored = open_server(path, **options)  # type: ignore[arg-type]
@@ -87,8 +87,9 @@ def reopen(path: Path, **options: object) -> tuple[float, int, bool]:
 
 def full_replay(path: Path) -> tuple[float, int]:
     """Every journal row replayed, the snapshot ignored: what a restart cost without one."""
+    from sim.api.restore import replay
     from sim.api.server import SimServer
-    from sim.api.state_file import open_journal, replay
+    from sim.api.state_file import open_journal
 
     journal, meta, _ = open_journal(path)
     try:

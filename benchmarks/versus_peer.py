@@ -159,9 +159,9 @@ def warm_up() -> None:
     scripted calls go through, ~0.7 s) is not a property of a workload."""
     from peer import draw_workloads, run_peer
 
+    from sim.processes.preload import warm_up as every_road
     from sim.scenario.loader import parse_scenario
     from sim.scenario.runner import run_scenario
-    from sim.warm_up import warm_up as every_road
 
     scenario = parse_scenario(fleet_text(2, 1.0))
     run_scenario(scenario)

@@ -30,8 +30,8 @@ _CALLS: dict[str, str] = {
     "parse_scenario": "sim.scenario.loader",
     # runs
     "run_scenario": "sim.scenario.runner",
-    "run_fleet": "sim.fleet",
-    "open_client": "sim.cluster",
+    "run_fleet": "sim.sweep.fleet",
+    "open_client": "sim.processes.cluster",
     # results
     "frames": "sim.metrics",
     "summary": "sim.metrics",
@@ -39,7 +39,7 @@ _CALLS: dict[str, str] = {
     "write_results": "sim.metrics",
     "read_results": "sim.metrics",
     "draw_charts": "sim.metrics",
-    "write_report": "sim.report",
+    "write_report": "sim.metrics.report",
     # sweeps
     "run_sweep": "sim.sweep",
     "write_sweep": "sim.sweep",
@@ -49,9 +49,9 @@ _CALLS: dict[str, str] = {
     "write_recommendation": "sim.recommendation.output",
     "recommendation_tables": "sim.recommendation.output",
     # closed forms to draw beside simulated points
-    "erlang_b": "sim.theory",
-    "erlang_c": "sim.theory",
-    "p_suspended": "sim.theory",
+    "erlang_b": "sim.metrics.theory",
+    "erlang_c": "sim.metrics.theory",
+    "p_suspended": "sim.metrics.theory",
     "max_connections_fixed": "sim.rules.connections",
     "default_pool_size": "sim.rules.connections",
 }

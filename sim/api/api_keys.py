@@ -32,7 +32,7 @@ MAX_KEY_NAME = 64  # as the real API
 
 
 class ApiKeyCreateRequest(Body):
-    key_name: Annotated[StrictStr, Field(min_length=1, max_length=MAX_KEY_NAME)]
+    key_name: Annotated[StrictStr, Field(max_length=MAX_KEY_NAME)]  # "" too, as the document
 
 
 class ApiKeyCreatorData(BaseModel):
@@ -84,8 +84,9 @@ def list_api_keys(server: Server, key: Key):
     """The API keys accepted now; a secret is only ever shown when its key is created."""
     _manager(key)
     return [{"id": r.id, "name": r.name, "created_at": _created_at(r, server),
-             "created_by": {"id": r.user_id, "name": r.user_id, "image": ""}}
-            for r in server.api_key_records()]
+             "created_by": {"id": r.user_id, "name": r.user_id, "image": ""},
+             "last_used_at": server.keys.last_used(r)}
+            for r in server.api_key_records() if r.kind is KeyKind.PERSONAL]
 
 
 @router.post("/api_keys", response_model=ApiKeyCreated, responses=error_docs(403))
@@ -104,8 +105,11 @@ def create_api_key(body: ApiKeyCreateRequest, server: Server, key: Key):
 def revoke_api_key(key_id: Annotated[int, Path(ge=1, le=2**63 - 1)], server: Server, key: Key):
     """Revoke a key, at once and for good (404: no accepted key has this id)."""
     _manager(key)
-    record = server.revoke_api_key(key_id)
+    personal = any(r.id == key_id and r.kind is KeyKind.PERSONAL
+                   for r in server.api_key_records())
+    record = server.revoke_api_key(key_id) if personal else None
     if record is None:
         raise not_found("API key", str(key_id), "key_id")
     return {"id": record.id, "name": record.name, "created_at": _created_at(record, server),
-            "created_by": record.user_id, "revoked": True}
+            "created_by": record.user_id, "last_used_at": server.keys.last_used(record),
+            "revoked": True}

@@ -20,14 +20,20 @@ from fastapi_offline import FastAPIOffline
 from sim.api import (
     api_keys,
     auth,
+    branch_restore,
     branches,
     computes,
     console,
+    consumption,
     control,
     errors,
     journal,
     limits,
+    org_admin,
+    orgs,
+    permissions,
     projects,
+    recovery,
     roles,
     users,
 )
@@ -70,6 +76,11 @@ def create_app(server: SimServer) -> FastAPI:
             {"name": "databases", "description": "Postgres databases of a branch (apply_config)"},
             {"name": "users", "description": "the current user and the regions"},
             {"name": "api keys"},
+            {"name": "snapshots", "description": "snapshots of a branch, their restore and "
+                                                "their schedule on the simulated clock"},
+            {"name": "consumption", "description": "consumption history per project and "
+                                                  "branch, from the simulated usage"},
+            {"name": "organizations", "description": "the user's organization and its members"},
             {"name": "simulation", "description": "the simulator's own controls (/_sim)"},
         ],
     )
@@ -86,6 +97,12 @@ def create_app(server: SimServer) -> FastAPI:
     app.include_router(auth.router)
     app.include_router(control.router)
     app.include_router(api_keys.router)
+    app.include_router(consumption.router)
+    app.include_router(recovery.router)
+    app.include_router(branch_restore.router)
+    app.include_router(orgs.router)
+    app.include_router(org_admin.router)
+    app.include_router(permissions.router)
     app.include_router(console.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

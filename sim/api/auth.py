@@ -82,7 +82,12 @@ def create_integration(body: AuthCreateRequest, server: Server, key: Key):
 def list_integrations(project_id: str, server: Server, key: Key):
     with server.world() as cp:
         key.project(cp, project_id)
-        return {"data": cp.auth.list_integrations(project_id)}
+        return {"data": [{**item, "owned_by": _OWNED_BY.get(item["owned_by"], item["owned_by"])}
+                         for item in cp.auth.list_integrations(project_id)]}
+
+
+#: the service's former name for itself, as a state file written before may hold it
+_OWNED_BY = {"svc": "neon"}
 
 
 @router.post("/projects/auth/keys", status_code=201, response_model=IntegrationOut)

@@ -24,10 +24,16 @@ def update_branch(project_id: str, branch_id: str, body: BranchUpdateRequest, se
     """Rename the branch (names are unique in a project) or protect it (a protected
     branch cannot be deleted, and its children get new role passwords)."""
     changes = given(body.branch)
+    kept = dict(body.branch.documented)
     with server.world() as cp:
         key.project(cp, project_id)
+        cp.get_branch(project_id, branch_id)
+        expiry = cp.check_expiry("branch.expires_at", kept.get("expires_at"))
         branch, ops = cp.update_branch(project_id, branch_id, **changes)
-        keep_documented(branch, body.branch.documented)  # expires_at: kept, answered back
+        if "expires_at" in kept:  # null: the expiry removed
+            cp.set_expiry(branch, expiry)
+            del kept["expires_at"]
+        keep_documented(branch, kept)
         return {"branch": ser.branches(cp, [branch], project_id)[0],
                 "operations": ser.operations(cp, ops)}
 

@@ -21,6 +21,7 @@ from sim.api.keys import ApiKey, KeyKind, new_secret
 from sim.api.routing import handlers_inline
 from sim.api.server import SimServer
 from sim.engine.control_plane import ControlPlane
+from sim.scenario import call_port
 
 PREFIX = "/api/v2/"
 
@@ -108,3 +109,7 @@ def reset() -> None:
         if _dispatcher is not None:
             _dispatcher.loops.close()
             _dispatcher = None
+
+
+# scripted calls of a scenario reach the control plane through this (sim.scenario.call_port)
+call_port.register(dispatch)

@@ -92,6 +92,9 @@ def check(value: Any, shape: dict[str, Any], path: str) -> None:
     _check_bounds(value, shape, path)
     if isinstance(value, dict):
         props = shape.get("properties", {})
+        missing = [key for key in shape.get("required", ()) if key not in value]
+        if missing:  # a partial object would be answered back, breaking the document's answer
+            raise ShapeError(f"{path}.{missing[0]}", "required")
         rest = shape.get("additionalProperties")
         for key, item in value.items():
             if key in props:

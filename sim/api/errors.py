@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("sim.api")
 
 _CODES = {400: "INVALID_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND",
-          405: "METHOD_NOT_ALLOWED", 408: "REQUEST_TIMEOUT", 409: "CONFLICT", 415: "UNSUPPORTED_MEDIA_TYPE",
+          405: "METHOD_NOT_ALLOWED", 406: "NOT_ACCEPTABLE", 408: "REQUEST_TIMEOUT",
+          409: "CONFLICT", 415: "UNSUPPORTED_MEDIA_TYPE",
           422: "UNSUPPORTED_STATE", 423: "LOCKED", 429: "RATE_LIMITED",
           503: "SERVICE_UNAVAILABLE"}
 MAX_MESSAGE = 1_000  # characters of an error message, whatever it quotes
@@ -38,6 +39,7 @@ _MEANINGS = {
     401: "missing or invalid API key",
     403: "the key's kind may not do this (a project-scoped key creating a project)",
     404: "unknown resource, or a project outside the key's reach",
+    406: "the time range does not fit the granularity (consumption history)",
     409: "conflicts with a rule given the current state (one primary per branch)",
     422: "the resource's state does not allow the action (restart of an idle compute)",
     423: "an operation on the resource has not ended; safe to retry",

@@ -34,6 +34,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sim.api.sealing import Seal
 
+
+
+class StateError(Exception):
+    """The state file cannot be used: in use, not ours, of another seed or scenario,
+    missing its latest changes, or diverging."""
+
+
 JOURNAL_COLUMNS = ("seq", "kind", "t", "wall", "method", "route", "path", "params", "query",
                    "content_type", "body", "key", "outcome", "args")
 SNAPSHOT_COLUMNS = ("after", "t", "wall", "blob")
@@ -95,8 +102,6 @@ def verify(path: Path, conn: sqlite3.Connection, meta: dict[str, str], seal: Sea
     """Refuse (StateError, one line) a file any part of which is not as the file wrote it.
 
     `seal` has already opened the file's key check: the key is the file's."""
-    from sim.api.journal import StateError
-
     if not meta.get("file_id") or not _same(meta_mac(seal, meta), meta.get(MAC)):
         raise StateError(f"{path}: its meta was changed (its values, such as the scenario, "
                          f"seed or row count, do not match their MAC); {_AGAIN}")

@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sim.api import integrity
-from sim.api.integrity import HEAD, JOURNAL_COLUMNS, KEYS_MAC, MAC, SNAPSHOT_MAC
+from sim.api.integrity import HEAD, JOURNAL_COLUMNS, KEYS_MAC, MAC, SNAPSHOT_MAC, StateError
 from sim.api.journal_snapshot import SNAPSHOT, SnapshotWriting, release_freed_memory
 from sim.api.keys import ApiKey, KeyKind, KeyRecord, secret_sha256
 from sim.api.limits import ClientGone, read_body, replay_body
@@ -111,10 +111,6 @@ CREATE TABLE snapshot (
 """
 TABLES = frozenset({"meta", "keys", "journal", "snapshot"})
 
-
-class StateError(Exception):
-    """The state file cannot be used: in use, not ours, of another seed or scenario,
-    missing its latest changes, or diverging."""
 
 
 # ---- what a request carries to the lock ---------------------------------------------------------
@@ -533,11 +529,3 @@ class Journal(SnapshotWriting):
         self._last_row, self._last_kind = seq, kind
         self._before_head, self._head = self._head, mac
 
-
-def __getattr__(name: str) -> Any:
-    """`open_server` and `Restored` live in `sim.api.state_file` (which imports this)."""
-    if name in ("open_server", "Restored", "replay"):
-        from sim.api import state_file
-
-        return getattr(state_file, name)
-    raise AttributeError(name)

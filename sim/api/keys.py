@@ -90,7 +90,7 @@ class ApiKey:
             return self.org_id or ORG_ID, self.org_id
         if org_id is not None and org_id != ORG_ID:
             raise not_found("organization", org_id, "project.org_id")
-        return self.user_id, org_id
+        return self.user_id, ORG_ID  # without org_id: the user's default organization
 
 
 def new_secret() -> str:
@@ -139,6 +139,7 @@ class KeyStore:
         self._revoked: frozenset[str] = frozenset()
         self._records: dict[str, KeyRecord] = {}  # sha256 -> record, revoked ones included
         self._next_id = 1
+        self._last_used: dict[str, str | None] = {}
         self.now: Callable[[], str | None] = lambda: None
         self.on_revoke: Callable[[KeyRecord], None] | None = None
 
@@ -172,6 +173,17 @@ class KeyStore:
 
     def is_revoked(self, secret: str) -> bool:
         return secret_sha256(secret) in self._revoked
+
+    def used(self, secret: str) -> None:
+        """Note the simulated instant a key was last accepted (kept in memory only)."""
+        sha, now = secret_sha256(secret), self.now()
+        if sha in self._last_used:
+            self._last_used[sha] = now  # same size: safe under concurrent reads
+        else:
+            self._last_used = {**self._last_used, sha: now}
+
+    def last_used(self, record: KeyRecord) -> str | None:
+        return self._last_used.get(record.sha256)
 
     def records(self) -> list[KeyRecord]:
         """The keys accepted now, by id."""
@@ -247,6 +259,7 @@ class KeyStore:
                     found = key
         if found is None:
             raise unauthorized("invalid API key")
+        self.used(match[1])
         return found
 
 

@@ -224,13 +224,37 @@ def route_template(scope: Scope) -> str:
 
 
 def allowed_methods(scope: Scope) -> list[str]:
-    """Every method some route serves on this path (the `Allow` header of a 405)."""
+    """Every method some route serves on this path (the `Allow` header of a 405); where
+    routes with literals match (`/projects/shared`), only theirs (`shadowed_by_literal`)."""
     path = get_route_path(scope)
     methods: set[str] = set()
-    for route_methods, regex, _template in _route_table(scope.get("app")):
-        if route_methods and regex.match(path) is not None:
+    table = _route_table(scope.get("app"))
+    for route_methods, regex, template in table:
+        if (route_methods and regex.match(path) is not None
+                and not _shadowed(table, path, template)):
             methods |= route_methods
     return sorted(methods)
+
+
+def _literals(template: str) -> int:
+    return sum(1 for part in template.split("/") if part and not part.startswith("{"))
+
+
+def _shadowed(table: list[tuple[frozenset[str] | None, re.Pattern[str], str]], path: str,
+              template: str) -> bool:
+    own = _literals(template)
+    depth = template.count("/")
+    return any(t.count("/") == depth and _literals(t) > own and regex.match(path) is not None
+               for _methods, regex, t in table)
+
+
+def shadowed_by_literal(scope: Scope, template: str) -> bool:
+    """Route literals before parameters: a path a route with more literal segments also
+    matches (`/projects/{id}/branches/count` for `/projects/{id}/branches/{branch_id}`)
+    is not this route's, whatever the method (a method the literal route lacks gets 405)."""
+    if "{" not in template:
+        return False
+    return _shadowed(_route_table(scope.get("app")), get_route_path(scope), template)
 
 
 _TABLES: weakref.WeakKeyDictionary[Any, list[tuple[frozenset[str] | None, re.Pattern[str], str]]]

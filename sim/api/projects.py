@@ -28,7 +28,8 @@ from sim.api.schemas import (
     ProjectsResponse,
     ProjectUpdateRequest,
 )
-from sim.api.schemas_roles import BranchesPage
+from sim.api.schemas_roles import BranchesCount, BranchesPage
+from sim.engine.control_plane import ControlPlane
 from sim.engine.model import Branch, Project
 from sim.rules.errors import not_found
 
@@ -38,6 +39,7 @@ BranchSortKey = Literal["updated_at", "created_at", "name"]
 SortOrder = Literal["desc", "asc"]
 MAX_PROJECTS_PAGE = 400  # as the real API's list of projects
 DEFAULT_PROJECTS_PAGE = 10
+ORG_ID_PATTERN = r"^[a-z0-9-]{1,60}$"  # as the document's organization ids
 END_OF_LIST = "end"  # the cursor of an empty first page: sent back, it gives an empty page
 
 
@@ -108,12 +110,17 @@ def list_projects(
     limit: Annotated[int, Query(ge=1, le=MAX_PROJECTS_PAGE)] = DEFAULT_PROJECTS_PAGE,
     cursor: Annotated[str | None, Query(description="the id of the last project seen")] = None,
     search: Annotated[str | None, Query(description="part of a project's name or id")] = None,
-    org_id: Annotated[str | None, Query(description="only the projects of this organization")
-                      ] = None,
+    org_id: Annotated[str | None, Query(description="only the projects of this organization",
+                                        pattern=ORG_ID_PATTERN)] = None,
+    timeout: Annotated[int | None, Query(ge=100, le=30_000, description=(
+        "milliseconds the real service may spend; checked, not needed here"))] = None,
+    recoverable: Annotated[bool, Query(description="only deleted projects within their "
+                                                   "recovery window")] = False,
 ):
     """The projects the key reaches, oldest first, a page at a time."""
     with server.world() as cp:
-        reached = [p for p in cp.list_projects() if key.reaches(p)]
+        listed = cp.recoverable_projects() if recoverable else cp.list_projects()
+        reached = [p for p in listed if key.reaches(p)]
         if org_id is not None:
             reached = [p for p in reached if p.org_id == org_id]
         if search:
@@ -181,6 +188,20 @@ def delete_project(project_id: str, server: Server, key: Key):
 # ---- branches --------------------------------------------------------------------------------
 
 
+def branch_history(cp: ControlPlane, project: Project, parent_id: str | None,
+                   kept: dict[str, Any]) -> float | None:
+    """Check a new branch's point in time on its parent and its expiry before anything
+    is made; normalise `parent_timestamp` (in `kept`); the expiry's instant."""
+    parent = cp.get_branch(project.id, parent_id or project.default_branch_id,
+                           field="branch.parent_id")
+    at = cp.point_in_time(project, parent, kept.get("parent_timestamp"),
+                          kept.get("parent_lsn"),
+                          fields=("branch.parent_timestamp", "branch.parent_lsn"))
+    if at is not None and "parent_timestamp" in kept:
+        kept["parent_timestamp"] = cp.clock.iso(at)
+    return cp.check_expiry("branch.expires_at", kept.get("expires_at"))
+
+
 @router.post("/projects/{project_id}/branches", status_code=201, tags=["branches"],
              response_model=BranchCreated, responses=STATE_ERRORS, **OUT)
 def create_branch(project_id: str, server: Server, key: Key,
@@ -189,13 +210,16 @@ def create_branch(project_id: str, server: Server, key: Key,
     body = body or BranchCreateRequest()
     spec = given(body.branch)
     endpoints = [given(e) for e in body.endpoints or []]
+    kept = {**body.documented, **(body.branch.documented if body.branch else {})}
     with server.world() as cp:
-        key.project(cp, project_id)
+        project = key.project(cp, project_id)
+        expiry = branch_history(cp, project, spec.get("parent_id"), kept)
         made = cp.create_branch(project_id, spec.get("name"), spec.get("parent_id"), endpoints,
                                 protected=spec.get("protected", False),
                                 annotation=body.annotation_value)
-        keep_documented(made.branch, {**body.documented, **(body.branch.documented
-                                                            if body.branch else {})})
+        keep_documented(made.branch, kept)
+        if "expires_at" in kept:
+            cp.set_expiry(made.branch, expiry)
         primary = next((c for c in made.computes if c.is_read_write), None)
         return {"branch": ser.branch(cp, made.branch),
                 "endpoints": ser.endpoints(cp, made.computes),
@@ -214,17 +238,34 @@ def list_branches(
     sort_order: Annotated[SortOrder, Query()] = "desc",
     limit: Annotated[int | None, Query(ge=1, le=MAX_BRANCHES_PAGE)] = None,
     cursor: Annotated[str | None, Query(description="pagination.next of the last page")] = None,
+    include_deleted: Annotated[bool, Query(description="the deleted branches that may still "
+                                                       "be recovered too")] = False,
 ):
     """The project's branches, newest change first unless sorted otherwise; every one
     unless `limit` is given."""
     with server.world() as cp:
         key.project(cp, project_id)
         page, next_cursor = cp.page_branches(project_id, search=search, sort_by=sort_by,
-                                             sort_order=sort_order, limit=limit, cursor=cursor)
+                                             sort_order=sort_order, limit=limit, cursor=cursor,
+                                             include_deleted=include_deleted)
         return {"branches": ser.branches(cp, page, project_id),
                 "annotations": ser.annotations(cp, page),
                 "pagination": {"next": next_cursor, "sort_by": sort_by,
                                "sort_order": sort_order}}
+
+
+@router.get("/projects/{project_id}/branches/count", tags=["branches"],
+            response_model=BranchesCount, **OUT)
+def count_branches(
+    project_id: str, server: Server, key: Key,
+    search: Annotated[str | None, Query(description="part of a branch's name or id")] = None,
+):
+    """How many branches the project has (those whose name or id contains `search`)."""
+    with server.world() as cp:
+        key.project(cp, project_id)
+        page, _ = cp.page_branches(project_id, search=search, sort_by="name",
+                                   sort_order="asc", limit=None, cursor=None)
+        return {"count": len(page)}
 
 
 @router.get("/projects/{project_id}/branches/{branch_id}", tags=["branches"],
@@ -239,7 +280,9 @@ def get_branch(project_id: str, branch_id: str, server: Server, key: Key):
 
 @router.delete("/projects/{project_id}/branches/{branch_id}", tags=["branches"],
                response_model=BranchOperations, responses=STATE_ERRORS, **OUT)
-def delete_branch(project_id: str, branch_id: str, server: Server, key: Key):
+def delete_branch(project_id: str, branch_id: str, server: Server, key: Key,
+                  hard_delete: Annotated[bool | None, Query(description=(
+                      "checked; a deleted branch is never kept"))] = None):
     """Delete a branch and its computes; the default branch and parents are refused (409)."""
     with server.world() as cp:
         key.project(cp, project_id)

@@ -53,6 +53,7 @@ def create_role(project_id: str, branch_id: str, body: RoleCreateRequest, server
     with server.world() as cp:
         key.project(cp, project_id)
         role, ops = cp.create_role(project_id, branch_id, body.role.name)
+        role.no_login = body.role.documented.get("no_login", False)
         return {"role": ser.role(cp, role, with_password=True),
                 "operations": ser.operations(cp, ops)}
 

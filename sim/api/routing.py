@@ -23,6 +23,10 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
+from starlette.routing import Match
+from starlette.types import Scope
+
+from sim.api.limits import shadowed_by_literal
 
 _INLINE: ContextVar[bool] = ContextVar("sim_handlers_inline", default=False)
 
@@ -50,12 +54,19 @@ def _awaitable(handler: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class SimRoute(APIRoute):
-    """An API route whose plain-function handler runs as `handlers_inline` says."""
+    """An API route whose plain-function handler runs as `handlers_inline` says, and
+    which leaves to a route with more literal segments the paths both match."""
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         if not inspect.iscoroutinefunction(endpoint):
             endpoint = _awaitable(endpoint)
         super().__init__(path, endpoint, **kwargs)
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        if match is not Match.NONE and shadowed_by_literal(scope, self.path_format):
+            return Match.NONE, {}
+        return match, child
 
 
 def sim_router(**kwargs: Any) -> APIRouter:

@@ -45,6 +45,11 @@ class Body(BaseModel):
         # the document's fields this model does not declare are set aside, checked and
         # kept; whatever is left goes through the model, which refuses unknown fields
         known = documented_fields(cls.__name__)
+        if isinstance(data, dict):  # null only where the document says a field is nullable
+            for name, value in data.items():
+                if value is None and not known.get(name, {}).get("nullable"):
+                    raise PydanticCustomError("documented_field", "{reason}",
+                                              {"field": name, "reason": "must not be null"})
         kept: dict[str, Any] = {}
         if known and isinstance(data, dict):
             declared = {f.alias or name for name, f in cls.model_fields.items()}
@@ -122,7 +127,7 @@ class EndpointFields(Body):
     disabled: StrictBool | None = None
     passwordless_access: StrictBool | None = None
     provisioner: StrictStr | None = None
-    name: StrictStr | None = None
+    name: Annotated[StrictStr, Field(min_length=1, max_length=64)] | None = None
     pool_size: StrictInt | None = Field(
         None, description="simulator: server connections of the pooler (default: a share of "
                           "max_connections)")
@@ -318,6 +323,13 @@ class BranchOut(Out):
     init_source: str | None = None
     parent_lsn: str | None = None
     parent_timestamp: str | None = None
+    ttl_interval_seconds: int | None = None
+    last_reset_at: str | None = None
+    recovery: dict[str, str] | None = None  # a deleted branch: until when it may be recovered
+    # set by a restore (sim.engine.restore)
+    restored_from: str | None = None
+    restored_as: str | None = None
+    restore_status: str | None = None
 
 
 class ProjectListItemOut(Out):

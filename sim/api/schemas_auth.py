@@ -11,7 +11,7 @@ would fail validation instead of answering.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
@@ -128,7 +128,8 @@ class IntegrationItemOut(Out):
     branch_id: str
     db_name: str
     created_at: str
-    owned_by: str = Field(description="`svc` (managed by the service), `user` once transferred")
+    owned_by: Literal["neon", "user"] = Field(
+        description="`neon` (managed by the service), `user` once transferred")
     jwks_url: str
 
 

@@ -93,6 +93,10 @@ class BranchPagination(Out):
     sort_order: str
 
 
+class BranchesCount(Out):
+    count: int
+
+
 class BranchesPage(Out):
     branches: list[BranchOut]
     annotations: dict[str, AnnotationOut]

@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 
 IDLE = ComputeState.IDLE.value
 #: documented request fields kept on a branch that its answers carry back as they are
-BRANCH_ECHOED = ("expires_at", "init_source", "parent_lsn", "parent_timestamp")
+BRANCH_ECHOED = ("expires_at", "init_source", "parent_lsn", "parent_timestamp",
+                 "ttl_interval_seconds", "restored_from", "restored_as", "restore_status",
+                 "last_reset_at")
 #: ... and on a project
 PROJECT_ECHOED = ("default_endpoint_settings",)
 PLATFORM = "aws"
@@ -191,6 +193,9 @@ def branch(cp: ControlPlane, b: Branch, use: Usage | None = None) -> dict[str, A
         "created_at": iso(b.created_at),
         "updated_at": iso(b.updated_at),
         **{name: kept[name] for name in BRANCH_ECHOED if name in kept},
+        "recovery": None if b.deleted_at is None else {
+            "deleted_at": iso(b.deleted_at), "deletion_method": b.deletion_method or "user",
+            "recoverable_until": iso(cp.recoverable_until(b))},
     })
 
 
@@ -270,7 +275,7 @@ def role(cp: ControlPlane, r: Role, *, with_password: bool = False) -> dict[str,
     return _drop_none({
         "branch_id": r.branch_id,
         "name": r.name,
-        "password": cp.password_of(r) if with_password else None,
+        "password": cp.password_of(r) if with_password and not r.no_login else None,
         "protected": r.protected,
         "created_at": iso(r.created_at),
         "updated_at": iso(r.updated_at),

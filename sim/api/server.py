@@ -34,14 +34,22 @@ from typing import TYPE_CHECKING
 
 from sim.api import snapshot, snapshot_fork
 from sim.api.journal import CURRENT, Entry, Journal, StateError
-from sim.api.keys import ORG_ID, ApiKey, KeyRecord, KeyStore, new_secret, scenario_keys
+from sim.api.keys import (
+    ORG_ID,
+    ApiKey,
+    KeyKind,
+    KeyRecord,
+    KeyStore,
+    new_secret,
+    scenario_keys,
+)
 from sim.api.limits import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, RateLimit, RateLimiter
 from sim.engine.clock import DEFAULT_START
 from sim.engine.config import EngineConfig
 from sim.engine.control_plane import ControlPlane
 from sim.engine.history_fold import HistoryFold
 from sim.engine.records import ActionRecord
-from sim.rules.errors import ApiError, conflict, unavailable
+from sim.rules.errors import ApiError, conflict, not_found, unavailable
 
 if TYPE_CHECKING:
     from sim.engine.model import Compute
@@ -144,7 +152,9 @@ class SimServer:
     def _build(self) -> ControlPlane:
         scenario = self.scenario
         if scenario is None:
-            return ControlPlane(self.config, seed=self.seed, start=DEFAULT_START)
+            fresh = ControlPlane(self.config, seed=self.seed, start=DEFAULT_START)
+            fresh.keep_usage()  # a served world answers its consumption history
+            return fresh
         from sim.scenario.runner import (
             Fleet,
             ScenarioRunError,
@@ -161,6 +171,7 @@ class SimServer:
                           start=scenario.start - timedelta(seconds=warm_up),
                           region_id=scenario.region_id,
                           plan=scenario.plan_of(scenario.projects[0]))
+        cp.keep_usage()
         scenario = led_by_warm_up(scenario, warm_up)
         fleet = Fleet()
         placed: list[tuple[Compute, ComputeSpec]] = []
@@ -222,6 +233,22 @@ class SimServer:
         with self._section():
             secret = new_secret()
             self.keys.personal(secret, name=name)
+            record = self.keys.record_of(secret)
+            assert record is not None
+            self._journal(Entry("key", 0.0, {"record": record}))
+        return record, secret
+
+    def create_org_api_key(self, name: str, org_id: str,
+                           project_id: str | None = None) -> tuple[KeyRecord, str]:
+        """A new organization key, or one scoped to a project of the organization."""
+        with self._section():
+            if project_id is not None:  # a live project of the organization (else 404)
+                project = self.cp.projects.get(project_id)
+                if project is None or project.deleted_at is not None or project.org_id != org_id:
+                    raise not_found("project", project_id, "project_id")
+            secret = new_secret()
+            kind = KeyKind.PROJECT if project_id else KeyKind.ORGANIZATION
+            self.keys.add(ApiKey(secret, kind, org_id=org_id, project_id=project_id), name)
             record = self.keys.record_of(secret)
             assert record is not None
             self._journal(Entry("key", 0.0, {"record": record}))

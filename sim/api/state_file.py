@@ -23,40 +23,27 @@ refused with one line that names the problem (`StateError`):
 `start_over` (`sim serve --state F --new`) is the one way to begin again: it
 moves the old file and its companions aside (`F.old-<time>...`), never deletes.
 
-A good file is restored: its latest snapshot is loaded, and the journal rows
-after it are replayed through the same route handlers, on a control plane of
-the saved seed (and scenario). A replayed request that does not succeed as it
-did the first time stops the start (the journal and this version of `sim`
-disagree).
+Restoring the world from a good file (`open_server`) is `sim.api.restore`: it
+replays through the HTTP layer's route handlers, which sit above this module.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import hashlib
-import hmac
-import json
 import logging
 import os
-import secrets
 import sqlite3
-import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sim.api import integrity, snapshot
-from sim.api.journal import FORMAT, SCHEMA, TABLES, Journal, StateError, seq_path, wall_now
-from sim.api.keys import ApiKey, KeyKind, KeyRecord
+from sim.api import integrity
+from sim.api.journal import FORMAT, SCHEMA, TABLES, Journal, StateError, seq_path
+from sim.api.keys import KeyRecord
 from sim.api.sealing import CHECK, Seal, SealError, key_path, load_key
-from sim.rules.errors import unauthorized
 
 if TYPE_CHECKING:
-    from sim.api.limits import RateLimit
-    from sim.api.server import SimServer
+    pass
 
 log = logging.getLogger("sim.api.state_file")
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -64,16 +51,6 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 SNAPSHOT_EVERY = 500
 #: bytes the -wal is cut back to after a checkpoint
 WAL_LIMIT = 16 * 1024 * 1024
-
-
-@dataclass
-class Restored:
-    created: bool
-    entries: int = 0  # journal rows replayed
-    requests: int = 0  # of which API requests
-    seconds: float = 0.0  # wall time the restore took
-    keys: int = 0  # saved keys restored (revoked ones not counted)
-    snapshot_after: int = 0  # the journal row the snapshot loaded was taken after (0: none)
 
 
 def companions(path: Path) -> list[Path]:
@@ -263,115 +240,6 @@ def open_journal(path: str | Path) -> tuple[Journal, dict[str, str], bool]:
     return Journal(path, conn, seal), meta, created
 
 
-def open_server(
-    path: str | Path, *, seed: int | None = None, clock: str = "manual", speed: float = 1.0,
-    scenario_path: str | Path | None = None, rate_limit: RateLimit | None = None,
-    max_body_bytes: int | None = None, snapshot_every: int | None = SNAPSHOT_EVERY,
-    **server_options: Any,
-) -> tuple[SimServer, Restored]:
-    """A server kept in `path`: a new one (the file is created), or the saved one restored.
-
-    The seed and scenario of an existing file are its own; giving others is a
-    StateError. Clock mode and speed may change between runs: the journal holds
-    simulated instants, and a realtime clock resumes where the world stopped.
-    `snapshot_every` journal rows a snapshot is taken (None: only at a clean stop).
-    """
-    from sim.api.server import ClockMode, SimServer
-
-    journal, meta, created = open_journal(path)
-    try:
-        scenario, scenario_meta = _scenario(meta, scenario_path, journal.path)
-        if created:
-            seed = seed if seed is not None else (scenario.seed if scenario else 0)
-            journal.write_meta({"format": str(FORMAT), "file_id": secrets.token_hex(16),
-                                "seed": str(seed), "created": wall_now(),
-                                "key_check": journal.seal.seal(CHECK, CHECK).hex(),
-                                "commits": "0", "rows": "0", "open": "0", **scenario_meta})
-        else:
-            saved = int(meta["seed"])
-            if seed is not None and seed != saved:
-                raise StateError(f"{journal.path} was created with seed {saved}, not {seed}")
-            seed = saved
-        server = SimServer(seed=seed, clock=ClockMode.MANUAL, speed=speed, scenario=scenario,
-                           max_body_bytes=None, **server_options)
-        restored = Restored(created=created)
-        started = time.perf_counter()
-        restored.snapshot_after = _load_snapshot(journal, server)
-        restored.entries, restored.requests = replay(journal, server, restored.snapshot_after)
-        restored.seconds = time.perf_counter() - started
-        server.keys.restore(journal.key_records())
-        restored.keys = len(server.keys.hashed)
-        server.configure(clock=clock, speed=speed, rate_limit=rate_limit,
-                         max_body_bytes=max_body_bytes)
-        server.snapshot_every = snapshot_every
-        # the rows a start after a crash would replay now: counted from the snapshot as the
-        # file holds it, not from 0, or repeated crashes would replay ever more of them
-        journal.since_snapshot = restored.entries
-        journal.start(server.cp.now)
-        server.attach_journal(journal)
-        if snapshot_every is not None and journal.since_snapshot >= snapshot_every:
-            server.take_snapshot()  # now, written whole before the first request is served
-    except BaseException:
-        journal.close()
-        raise
-    return server, restored
-
-
-def _load_snapshot(journal: Journal, server: SimServer) -> int:
-    try:
-        found = journal.latest_snapshot()
-    except SealError as err:
-        raise StateError(f"{journal.path}: its snapshot cannot be opened ({err})") from None
-    if found is None:
-        return 0
-    after, _t, data = found
-    try:
-        world = snapshot.loads(data)
-    except snapshot.Stale as err:  # made by another version of sim: the journal has it all
-        log.warning("%s: its snapshot was written by another version of sim (%s); replaying "
-                    "the whole journal", journal.path, err)
-        return 0
-    except snapshot.Refused as err:  # authenticated, yet not data sim writes: refuse
-        raise StateError(f"{journal.path}: its snapshot is not a world sim wrote ({err}); "
-                         f"nothing of it was run") from None
-    if not _is_world(world):
-        raise StateError(f"{journal.path}: its snapshot is not a world sim wrote (not a "
-                         f"control plane, faults and actions); nothing of it was run")
-    server.restore_world(world)
-    return after
-
-
-def _is_world(world: object) -> bool:
-    from sim.api.server import Faults
-    from sim.engine.control_plane import ControlPlane
-    from sim.engine.records import ActionRecord
-
-    return (type(world) is tuple and len(world) == 3 and type(world[0]) is ControlPlane
-            and type(world[1]) is Faults and type(world[2]) is list
-            and all(type(a) is ActionRecord for a in world[2]))
-
-
-def _scenario(meta: dict[str, str], given: str | Path | None, state: Path):
-    """The scenario of the file (loaded from its saved path) and what to save about it."""
-    from sim.scenario.loader import load_scenario
-
-    saved_path, saved_sha = meta.get("scenario_path"), meta.get("scenario_sha256")
-    if given is None and saved_path is None:
-        return None, {}
-    if meta and saved_path is None:
-        raise StateError(f"{state} was created without a scenario; start it without --scenario")
-    source = Path(given if given is not None else saved_path or "")
-    try:
-        digest = hashlib.sha256(source.read_bytes()).hexdigest()
-    except OSError as err:
-        raise StateError(f"{state}: scenario {source}: {err.strerror or err}") from None
-    if meta and not hmac.compare_digest(digest, saved_sha or ""):
-        raise StateError(f"{state} was created with scenario {saved_path} (sha256 "
-                         f"{(saved_sha or '')[:12]}...); {source} is not that file as it was")
-    scenario = load_scenario(source)
-    return scenario, {"scenario_path": str(source.resolve()), "scenario_sha256": digest}
-
-
 # ---- keys, with the server stopped ----------------------------------------------------------
 
 
@@ -408,93 +276,5 @@ def revoke_key(path: str | Path, key_id: int) -> KeyRecord:
         journal.close()
 
 
-# ---- replaying -------------------------------------------------------------------------------
-
-
-def replay(journal: Journal, server: SimServer, after: int = 0) -> tuple[int, int]:
-    """Apply the journal rows after `after` to `server` (manual clock). (rows, requests)."""
-    import anyio
-    import httpx
-
-    from sim.api.app import create_app
-    from sim.api.deps import authenticate
-
-    rows = journal.entries(after)
-    if not rows:
-        return 0, 0
-    app = create_app(server)
-    acting: list[ApiKey | None] = [None]
-
-    def replay_key() -> ApiKey:
-        if acting[0] is None:
-            raise unauthorized("journaled request without a key")
-        return acting[0]
-
-    app.dependency_overrides[authenticate] = replay_key
-    requests = 0
-
-    def run_to(row: sqlite3.Row) -> None:
-        with server.lock:
-            if server.cp.now > row["t"]:
-                raise StateError(f"{journal.path}: entry {row['seq']} is at {row['t']} s but "
-                                 f"the replayed world is already at {server.cp.now} s")
-            server.cp.run_until(row["t"])
-
-    async def run() -> None:
-        nonlocal requests
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport, base_url="http://replay") as client:
-            for row in rows:
-                kind = row["kind"]
-                if kind == "reset":
-                    server.reset()
-                    continue
-                run_to(row)
-                if kind == "faults":
-                    args = json.loads(row["args"])
-                    if args.get("outage") is not None:
-                        args["outage"] = tuple(args["outage"])
-                    server.set_faults(**args)
-                elif kind == "request":
-                    requests += 1
-                    acting[0] = _key_of(row["key"])
-                    await _replay_request(client, journal, row)
-
-    server.replaying = True
-    try:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            anyio.run(run)
-        else:  # called from async code (a notebook): replay on a helper thread
-            with ThreadPoolExecutor(1) as pool:
-                pool.submit(anyio.run, run).result()
-    except SealError as err:
-        raise StateError(f"{journal.path}: a journal row cannot be opened ({err})") from None
-    finally:
-        server.replaying = False
-    return len(rows), requests
-
-
-async def _replay_request(client: Any, journal: Journal, row: sqlite3.Row) -> None:
-    url = row["path"] + (f"?{row['query']}" if row["query"] else "")
-    headers = {"content-type": row["content_type"]} if row["content_type"] else {}
-    response = await client.request(row["method"], url, content=journal.body(row),
-                                    headers=headers)
-    failed_before = row["outcome"] == "error"  # it failed unexpectedly: it fails again
-    if (response.status_code >= 400) != failed_before:
-        raise StateError(
-            f"{journal.path}: replaying entry {row['seq']} ({row['method']} {row['path']} at "
-            f"{row['t']} s) answered {response.status_code}: {response.text[:300]}; the "
-            f"journal and this version of sim disagree")
-
-
-def _key_of(identity: str | None) -> ApiKey | None:
-    if identity is None:
-        return None
-    d = json.loads(identity)
-    return ApiKey("", KeyKind(d["kind"]), d["user_id"], d.get("org_id"), d.get("project_id"))
-
-
-__all__ = ["Restored", "StateError", "key_path", "list_keys", "open_journal", "open_server",
-           "replay", "revoke_key", "start_over"]
+__all__ = ["SNAPSHOT_EVERY", "StateError", "key_path", "list_keys", "open_journal", "revoke_key",
+           "start_over"]

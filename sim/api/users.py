@@ -7,7 +7,7 @@ personal details the real service would show.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Query
 
@@ -64,13 +64,19 @@ def current_user(server: Server, key: Key):
     }
 
 
+def known_regions(server: Any) -> dict[str, str]:
+    """Region id -> name: the real service's, and the world's own if it is not one of them."""
+    known = dict(REGIONS)
+    known.setdefault(server.cp.region_id, server.cp.region_id)
+    return known
+
+
 @router.get("/regions", tags=["users"], response_model=RegionsResponse, **OUT)
 def list_regions(server: Server, key: Key,
-                 org_id: Annotated[str | None, Query()] = None):
+                 org_id: Annotated[str | None, Query(pattern=r"^[a-z0-9-]{1,60}$")] = None):
     """The regions, the world's own region marked default."""
     with server.world() as cp:
         default = cp.region_id
-    known = dict(REGIONS)
-    known.setdefault(default, default)
+    known = known_regions(server)
     return {"regions": [{"region_id": rid, "name": name, "default": rid == default,
                          "geo_lat": "", "geo_long": ""} for rid, name in known.items()]}

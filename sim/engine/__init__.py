@@ -1,7 +1,5 @@
 """The SimPy world: the control plane and the processes that move its time."""
 
-# first: where numba caches the compiled kernels is settled before numba is imported
-from sim.engine import kernel_cache  # noqa: F401
 from sim.engine.clock import Clock
 from sim.engine.config import AutoscalerConfig, ConnectionRecording, EngineConfig
 from sim.engine.control_plane import ControlPlane, Created

@@ -74,8 +74,8 @@ class BranchVerbs:
 
     def page_branches(self: ControlPlane, project_id: str, *, search: str | None = None,
                       sort_by: str = "updated_at", sort_order: str = "desc",
-                      limit: int | None = None, cursor: str | None = None
-                      ) -> tuple[list[Branch], str | None]:
+                      limit: int | None = None, cursor: str | None = None,
+                      include_deleted: bool = False) -> tuple[list[Branch], str | None]:
         """A page of the project's branches, and the cursor of the next page (None: last).
 
         The cursor is the id of the last branch of the page; ties of the sort key are
@@ -85,6 +85,8 @@ class BranchVerbs:
         if sort_order not in SORT_ORDERS:
             raise invalid("sort_order", f"must be one of {', '.join(SORT_ORDERS)}")
         items = self.list_branches(project_id)
+        if include_deleted:  # the deleted ones that may still be recovered
+            items += self.recoverable_branches(self.get_project(project_id))
         if search:
             wanted = search.lower()
             items = [b for b in items if wanted in b.name.lower() or wanted in b.id.lower()]

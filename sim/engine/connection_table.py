@@ -45,7 +45,7 @@ class Outcome:
     REFUSED_DISABLED = "refused_disabled"  # compute disabled or deleted
 
 
-#: outcome codes of the columns, in the order the kernel numbers them (see sim.engine.physics)
+#: outcome codes of the columns, in the order the kernel numbers them (see sim.kernel.physics)
 OUTCOMES: tuple[str, ...] = (Outcome.OK, Outcome.REFUSED_TOO_MANY, Outcome.REFUSED_POOLER_FULL,
                              Outcome.QUEUE_TIMEOUT, Outcome.DISK_FULL, Outcome.DROPPED,
                              Outcome.REFUSED_DISABLED)

@@ -18,6 +18,7 @@ import numpy as np
 import simpy
 
 from sim.engine.auth import ManagedAuth
+from sim.engine.branch_time import BranchTime
 from sim.engine.branches import NAME_MAX as NAME_MAX
 from sim.engine.branches import BranchVerbs, check_name
 from sim.engine.clock import DEFAULT_START, Clock, to_us
@@ -30,9 +31,13 @@ from sim.engine.lifecycle import Lifecycle, is_on
 from sim.engine.model import USER_ID, Branch, Compute, Operation, Project
 from sim.engine.operation_rows import object_rows
 from sim.engine.records import ComputeRow, OperationRow, Recorder, RunResult, summarise_events
+from sim.engine.recovery import Recovery
+from sim.engine.restore import Restore
 from sim.engine.roles import RoleVerbs
 from sim.engine.row_table import RowTable
+from sim.engine.snapshots import Snapshot, SnapshotVerbs
 from sim.engine.streams import Streams
+from sim.engine.usage import UsageLedger
 from sim.rules import roles as role_rules
 from sim.rules.errors import conflict, invalid, not_found
 from sim.rules.operations import Action
@@ -54,7 +59,8 @@ class Created:
     operations: list[Operation] = field(default_factory=list)
 
 
-class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
+class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs, BranchTime, Recovery,
+                   Restore, SnapshotVerbs):
     def __init__(
         self,
         config: EngineConfig | None = None,
@@ -87,12 +93,23 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         #: branches whose check loop ended because the compute kernel took their checks
         self.ended_checks: set[str] = set()
         #: projects whose storage lifecycle is replayed from their computes' kernel runs
-        #: (sim.engine.storage_replay): their idle clocks ring here without effect
+        #: (sim.kernel.storage_replay): their idle clocks ring here without effect
         self.kernel_storage: set[str] = set()
         #: what the kernels derive from `config` once per control plane (their tables of
         #: operation durations), by what it is
         self.derived: dict[Any, Any] = {}
         self.auth = ManagedAuth(self)
+        #: per compute and hour, what it consumed (the consumption history of a served
+        #: world, `keep_usage`); None: not kept (a run's figures need no hourly ledger)
+        self.usage: UsageLedger | None = None
+        #: snapshots by id; each branch's snapshot schedule (items as plain dicts) and the
+        #: generation of its timers (a new schedule ends the former's)
+        self.snapshots: dict[str, Snapshot] = {}
+        self.snapshot_schedules: dict[str, list[dict[str, Any]]] = {}
+        self.schedule_generations: dict[str, int] = {}
+        #: the account's organization as the API keeps it (invitations, spending limit):
+        #: plain data, set by sim.api.org_admin
+        self.organization: dict[str, Any] = {}
 
     # -- time ----------------------------------------------------------------
     @property
@@ -110,6 +127,13 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
             raise invalid("seconds", f"the clock stops at {MAX_SIMULATED_S / (365 * 86_400):g} "
                                      f"years after the start")
         self.run_until(self.env.now + seconds)
+
+    def keep_usage(self) -> None:
+        """Keep the hourly usage ledger from now on (before any compute is on)."""
+        if self.usage is None:
+            start = self.clock.start
+            offset = (start.minute * 60 + start.second + start.microsecond / 1e6) % 3600
+            self.usage = UsageLedger(offset, self.config.count_from_s)
 
     def publish_release(self, version: str) -> None:
         """A compute release: computes pick it up at their next start."""
@@ -151,7 +175,7 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
                           running_while_waiting: bool = False) -> Operation:
         project = self.projects[c.project_id]
         # a compute's operations draw from streams of its own, so its timeline depends
-        # only on its own inputs (what lets the fleet path reproduce it exactly)
+        # only on its own inputs (what lets the kernel reproduce it exactly)
         op = self.new_operation(project, action, c.branch_id, c.id,
                                 self.streams.get(f"ids/{c.key}"))
 
@@ -328,7 +352,8 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
             self.branch_went_quiet(branch)
         return created
 
-    def delete_branch(self, project_id: str, branch_id: str) -> tuple[Branch, list[Operation]]:
+    def delete_branch(self, project_id: str, branch_id: str, method: str = "user"
+                      ) -> tuple[Branch, list[Operation]]:
         branch = self.get_branch(project_id, branch_id)
         project = self.projects[project_id]
         if branch.default:
@@ -345,6 +370,7 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs):
         for compute_id in list(branch.computes):
             ops += self.remove_compute(self.computes[compute_id])
         branch.deleted_at = self.env.now
+        branch.deletion_method = method
         project.branches.remove(branch.id)
         self.auth.branch_deleted(project.id, branch.id)
         return branch, ops

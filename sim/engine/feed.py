@@ -36,7 +36,7 @@ def drawn_sessions(
     t1: float,
 ) -> Iterator[tuple[np.ndarray, SessionBatch]]:
     """A workload's arrivals window by window, with their sessions: how every road draws it
-    (the engine's feed here, the compute kernel's columns in `sim.scenario.fleetpath_run`)."""
+    (the engine's feed here, the compute kernel's columns in `sim.scenario.kernel_run`)."""
     for times in chunks(arrivals, arrival_rng, t0, t1):
         if len(times):
             yield times, sessions.sample(session_rng, len(times))

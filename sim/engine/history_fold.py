@@ -8,9 +8,8 @@ day, and so would memory, snapshots and restarts. So a served world folds them
 once a simulated day (a SimPy event of its own, so the original, a restored and a
 replayed world fold at the same instants and stay equal):
 
-- state intervals that have ended become per-compute hourly figures
-  (`HourlyUse`: CU-seconds and active seconds in each hour of the simulated clock,
-  counted as the computes' counters are, from the end of the warm-up), then go;
+- state intervals that have ended go: their CU-seconds and active seconds per hour
+  are in the usage ledger already (`sim.engine.usage`, fed as each interval closes);
 - wakes go (each compute counts its cold starts);
 - connection rows of sessions that have ended go (those still open stay: a cut
   rewrites its row); kept when the compute kernel has added row blocks after them;
@@ -19,52 +18,24 @@ replayed world fold at the same instants and stay equal):
   and return) are taken off the event heap. The rest keep their place, so events
   fire in the same order as they would have.
 
-Operations stay (the API lists them), and so do the computes' counters.
+Operations stay (the API lists them), and so do the computes' counters and the
+usage ledger.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 if TYPE_CHECKING:
     from sim.engine.control_plane import ControlPlane
 
 DAY_S = 86_400.0
-HOUR_S = 3_600.0
-_IDLE = "idle"
 #: the timers a quiet project or branch sets, by the qualified name of their code
 _TIMER = "Lifecycle._after.<locals>.<lambda>"
 _QUIET = {"Lifecycle.project_went_quiet.<locals>.<lambda>": "project",
           "Lifecycle.branch_went_quiet.<locals>.<lambda>": "branch"}
-
-
-@dataclass
-class HourlyUse:
-    """One compute's use per hour of the simulated clock, from `first_hour` on."""
-
-    first_hour: int = -1
-    cu_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    active_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
-
-    def add(self, start: float, end: float, cu: float) -> None:
-        """An active interval [start, end) at `cu` compute units."""
-        first, last = int(start // HOUR_S), int(math.ceil(end / HOUR_S))
-        if self.first_hour < 0:
-            self.first_hour = first
-        grow = last - self.first_hour - len(self.cu_s)
-        if grow > 0:
-            self.cu_s = np.concatenate([self.cu_s, np.zeros(grow)])
-            self.active_s = np.concatenate([self.active_s, np.zeros(grow)])
-        for hour in range(max(first, self.first_hour), last):
-            seconds = min(end, (hour + 1) * HOUR_S) - max(start, hour * HOUR_S)
-            if seconds > 0:
-                self.active_s[hour - self.first_hour] += seconds
-                self.cu_s[hour - self.first_hour] += seconds * cu
 
 
 class HistoryFold:
@@ -73,12 +44,10 @@ class HistoryFold:
     def __init__(self, cp: ControlPlane, every_s: float = DAY_S):
         self.cp = cp
         self.every_s = every_s
-        #: compute id -> its use per hour, from the intervals folded so far
-        self.hours: dict[str, HourlyUse] = {}
         self.folds = 0
 
     def start(self) -> None:
-        self.cp.history_fold = self  # where the hourly figures are found
+        self.cp.history_fold = self
         self._arm()
 
     def _arm(self) -> None:
@@ -93,11 +62,6 @@ class HistoryFold:
     def fold(self) -> None:
         cp = self.cp
         rec = cp.recorder
-        counted_from = cp.config.count_from_s
-        for row in rec.intervals:
-            start = max(row.start_s, counted_from)
-            if row.state != _IDLE and row.end_s > start:
-                self.hours.setdefault(row.compute_id, HourlyUse()).add(start, row.end_s, row.cu)
         rec.intervals = type(rec.intervals)(rec.intervals.row_type)
         rec.wakes = type(rec.wakes)(rec.wakes.row_type)
         if not rec.connection_blocks:

@@ -215,6 +215,9 @@ class IdFactory:
     def compute(self, rng: np.random.Generator) -> str:
         return self._unique(lambda: f"ep-{_named(rng, 8)}")
 
+    def snapshot(self, rng: np.random.Generator) -> str:
+        return self._unique(lambda: f"snap-{_named(rng, 8)}")
+
     def operation(self, rng: np.random.Generator) -> str:
         return self._unique(lambda: _uuid4(random_bytes(rng, 16)))
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sim.engine.clock import to_us
-from sim.engine.kernel import schedule_now, timeout_at
 from sim.engine.model import Branch, Compute, Operation, Project
 from sim.engine.records import WakeRecord
+from sim.engine.scheduling import schedule_now, timeout_at
 from sim.rules.operations import Action
 from sim.rules.states import ComputeState
 
@@ -173,7 +173,7 @@ class Lifecycle:
 
     def _maybe_detach(self: ControlPlane, project: Project, since: float) -> None:
         if project.id in self.kernel_storage:
-            return  # replayed with its computes' kernel runs (sim.engine.storage_replay)
+            return  # replayed with its computes' kernel runs (sim.kernel.storage_replay)
         if project.deleted_at is not None or project.detached or project.idle_since != since:
             return
 

@@ -143,6 +143,7 @@ class Role:
     secret: str  # name of the random stream the password is drawn from
     resets: int = 0
     protected: bool = False
+    no_login: bool = False  # a role that cannot log in: it has no password to show
 
 
 @dataclass(slots=True, eq=False)
@@ -174,6 +175,7 @@ class Branch:
     databases: dict[str, Database] = field(default_factory=dict)  # by name, creation order
     # request fields of the real API the simulator keeps but does not model (answered back)
     documented: dict[str, Any] = field(default_factory=dict)
+    deletion_method: str | None = None  # "user" or "ttl" (its expiry), once deleted
 
 
 @dataclass(slots=True, eq=False)
@@ -199,3 +201,6 @@ class Project:
     last_database_id: int = 0  # database ids count up within a project
     # request fields of the real API the simulator keeps but does not model (answered back)
     documented: dict[str, Any] = field(default_factory=dict)
+    # who else the project is shared with: {id, granted_to_email, granted_at} (plain data)
+    permissions: list[dict[str, str]] = field(default_factory=list)
+    last_permission_id: int = 0

@@ -6,7 +6,7 @@ operations (those of its computes, and its storage lane's) stay columns until
 they are rows, stamped as the engine stamps what it creates: in creation order,
 never two in one microsecond within a project (a later one moves by 1 us).
 A project the engine holds when an API call may come keeps its operations as
-objects (`sim.scenario.fleetpath_run.file_operations`).
+objects (`sim.scenario.kernel_run.file_operations`).
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ class Recorder:
     #: `connections` were recorded before it (see `connection_table`)
     connection_blocks: list[tuple[int, ColumnBlock]] = field(default_factory=list)
     wakes: RowTable[WakeRecord] = field(default_factory=partial(RowTable, WakeRecord))
-    #: what the fleet path adds when events are not recorded as rows
+    #: what the kernel adds when events are not recorded as rows
     on_ns: np.ndarray | None = None  # per minute (see `per_minute_ns`)
     quarter_ns: np.ndarray | None = None
     wake_waits: dict[str, np.ndarray] = field(default_factory=dict)
@@ -96,7 +96,7 @@ class Recorder:
     def connection_table(self) -> ConnectionTable:
         """Every connection row in the order it was recorded, the engine's records and the
         kernel's blocks interleaved: a stable sort keeps that order among rows of one compute
-        at one instant (a burst), so the fleet path's rows sort as the engine's do."""
+        at one instant (a burst), so the kernel's rows sort as the engine's do."""
         parts: list[ColumnBlock | list[ConnectionRecord]] = []
         done = 0
         for before, block in self.connection_blocks:
@@ -318,7 +318,8 @@ class RunResult:
     queue_waits: dict[str, QueueWaits] = field(default_factory=dict)
     #: human-readable assumptions in force (cold-start distribution, pool size, prices...)
     assumptions: dict[str, str] = field(default_factory=dict)
-    #: computes by the road that computed them: "fleet path", or "engine: <why>"
+    #: computes by the road that computed them: "kernel", or "per-session: <why>"
+    #: (the names: sim.scenario.roads)
     roads: dict[str, int] = field(default_factory=dict)
     #: seconds simulated before the start, in no row and no counter (`sim.scenario.warm_up`)
     warm_up_s: float = 0.0

@@ -13,7 +13,7 @@ costs about one SimPy event.
 This is the per-session form of a compute's physics, for computes the SimPy
 engine runs itself: under `sim serve`, and in scenario runs for projects that
 scripted calls still touch. Scenario runs otherwise advance computes with the
-compiled kernel of `sim.engine.physics`, which makes the same decisions in the
+compiled kernel of `sim.kernel.physics`, which makes the same decisions in the
 same order; the two are held equal by tests on random workloads.
 """
 
@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from sim.engine.config import ConnectionRecording
-from sim.engine.kernel import timeout_at
 from sim.engine.model import Compute, ComputeStats
 from sim.engine.records import ConnectionRecord, Outcome, StateInterval
+from sim.engine.scheduling import timeout_at
 from sim.rules.connections import POOLER_MAX_CLIENTS, default_pool_size
 from sim.rules.sizes import RAM_GB_PER_CU, step_up, temp_disk_bytes
 from sim.rules.states import ComputeState
@@ -103,7 +103,7 @@ class ComputeRuntime:
         self.iv_state = compute.current_state
         self.iv_cu = compute.cu
         self.iv_start = self.env.now
-        #: set when the fleet path computes this compute's timeline instead of SimPy
+        #: set when the kernel computes this compute's timeline instead of SimPy
         self.external = False
         self.activated_at: float | None = None
         self.record_mode = self.config.record_connections
@@ -424,7 +424,7 @@ class ComputeRuntime:
     def activated(self) -> None:
         """The compute became active: admit everyone who waited for it."""
         now = self.env.now
-        if self.external:  # the fleet path takes it from here
+        if self.external:  # the kernel takes it from here
             self.activated_at = now
             return
         self.quiet_since = now
@@ -499,6 +499,8 @@ class ComputeRuntime:
             self.recorder.intervals.append(
                 StateInterval(c.id, c.project_id, self.iv_state, self.iv_cu, self.iv_start, now)
             )
+            if self.iv_state != IDLE and self.cp.usage is not None:  # the consumption history
+                self.cp.usage.add(c.id, self.iv_cu, self.iv_start, now)
             counted = now - max(self.iv_start, self.config.count_from_s)  # not the warm-up
             if self.iv_state != IDLE and counted > 0:
                 c.stats.active_s += counted

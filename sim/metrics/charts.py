@@ -19,9 +19,9 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
-from sim.forked import beside
 from sim.metrics.frames import start_timestamp
 from sim.metrics.summary import format_number
+from sim.processes.forked import beside
 from sim.rules.operations import Action
 
 SIZE_IN = (12.0, 6.0)
@@ -38,7 +38,7 @@ def draw_charts(
 
     `on_saved` hears of each file once it is on disk (a progress bar). With `fork`, a
     forked copy of this process draws some of the charts while this one draws the
-    rest (`sim.forked`): the same files, in about half the time where a second CPU
+    rest (`sim.processes.forked`): the same files, in about half the time where a second CPU
     is free; `on_saved` hears of the copy's files when it is done."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

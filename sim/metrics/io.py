@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from sim.engine.records import RunResult
 from sim.metrics.frames import BOOL, F64, I64, SCHEMAS, STR, TABLES, TIME, frames
 from sim.metrics.summary import summary as make_summary
+from sim.scenario.roads import current
 
 SUMMARY_FILE = "summary.json"
 RUN_FILE = "run.json"
@@ -92,7 +93,10 @@ def read_results(out_dir: str | Path) -> tuple[dict[str, pd.DataFrame], dict[str
 
 
 def read_run(out_dir: str | Path) -> dict[str, Any]:
-    return json.loads((Path(out_dir) / RUN_FILE).read_text(encoding="utf-8"))
+    run = json.loads((Path(out_dir) / RUN_FILE).read_text(encoding="utf-8"))
+    if "roads" in run:  # in today's words, whenever it was written
+        run["roads"] = current(run["roads"])
+    return run
 
 
 def run_metadata(result: RunResult) -> dict[str, Any]:

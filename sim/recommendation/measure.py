@@ -22,10 +22,10 @@ import numpy as np
 
 from sim.engine.config import EngineConfig
 from sim.engine.records import Outcome
-from sim.fleet import Source, progress_reporter, run_fleet
 from sim.metrics import frames
 from sim.metrics.frames import ATTEMPT_OUTCOMES
 from sim.scenario.durations import parse_duration
+from sim.sweep.fleet import Source, progress_reporter, run_fleet
 
 MIN_SAMPLE = 200  # pooled connections needed to read a p99 off the records
 QUANTILE = 0.99

@@ -263,7 +263,7 @@ def _x(c: Candidate) -> float:
 
 def recommendation_html(rec: Recommendation, chart: Path | None) -> str:
     """The recommendation section: targets, a table per template, the chart."""
-    from sim.report import _table
+    from sim.metrics.report import _table
 
     e = html.escape
     targets = ", ".join(e(t.text()) for t in rec.targets)
@@ -289,7 +289,7 @@ def recommendation_html(rec: Recommendation, chart: Path | None) -> str:
 
 
 def render_page(rec: Recommendation, chart: Path | None) -> str:
-    from sim.report import CSS
+    from sim.metrics.report import CSS
 
     e = html.escape
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -33,8 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.fleet import BatchProgress, Source, open_client, read_source, run_local, run_tasks
-from sim.main_guard import in_process_instead
+from sim.processes.main_guard import in_process_instead
 from sim.recommendation.measure import recording, run_slate
 from sim.recommendation.space import (
     Choice,
@@ -48,6 +47,7 @@ from sim.recommendation.targets import RecommendError, Target, as_targets, targe
 from sim.recommendation.theory import Prediction, TemplateModel
 from sim.scenario.loader import ScenarioError, parse_scenario
 from sim.sweep import CONFIDENCE, mean_ci, replication_seed
+from sim.sweep.fleet import BatchProgress, Source, open_client, read_source, run_local, run_tasks
 
 PER_ROUND = 3  # choices of each undecided template simulated per round
 MAX_ROUNDS = 8

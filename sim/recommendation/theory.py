@@ -39,6 +39,7 @@ from statistics import NormalDist
 import numpy as np
 
 from sim.engine.config import EngineConfig
+from sim.metrics.theory import erlang_b, erlang_c
 from sim.recommendation.space import Choice
 from sim.recommendation.targets import Target
 from sim.rules.connections import (
@@ -49,7 +50,6 @@ from sim.rules.connections import (
 )
 from sim.rules.sizes import RAM_GB_PER_CU, step_up
 from sim.scenario.schema import ComputeSpec, ProjectSpec, Scenario
-from sim.theory import erlang_b, erlang_c
 from sim.workload import Distribution
 from sim.workload.arrivals import Bursty, Periodic
 

@@ -38,7 +38,7 @@ PROVIDER_APP = {"stack": "https://app.stack-auth.sim"}
 class OwnedBy(StrEnum):
     """Who owns the provider project (the design notes: `user` once a transfer is confirmed)."""
 
-    SERVICE = "svc"
+    SERVICE = "neon"  # the service (the official document's word for it)
     USER = "user"
 
 

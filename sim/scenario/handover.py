@@ -16,51 +16,32 @@ stands and the kernel carries on, exactly as the engine would have.
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from sim.engine.control_plane import ControlPlane
-from sim.engine.kernel import timeout_at
 from sim.engine.model import Compute
 from sim.engine.operation_rows import OperationColumns, file_rows
-from sim.engine.physics_run import (
-    Handover,
-    Tie,
-    can_resume,
-    give_to_engine,
-    hand_over,
-    op_order,
-    settled,
-)
-from sim.engine.storage_replay import (
+from sim.engine.scheduling import timeout_at
+from sim.kernel.handover import Taken, can_resume, give_to_engine, hand_over, settled
+from sim.kernel.physics_run import Tie, op_order
+from sim.kernel.storage_replay import (
     settle_storage,
     storage_columns,
     storage_operations,
     tally_storage,
 )
+from sim.scenario.kernel_run import HandBack as Unresolved
+from sim.scenario.kernel_run import Workloads, _check_rank, checks_of, file_operations, segment_to_call
 from sim.scenario.references import body_references, parse_reference
 from sim.scenario.schema import Scenario
-
-if TYPE_CHECKING:
-    from sim.scenario.fleetpath_run import Workloads
 
 # While the project is not settled, look again this much later, twice as long each time
 # up to a minute: a project that stays unsettled for days (an archived branch) costs a few
 # thousand looks, not one a second; the hand-over is exact whenever it happens.
 POLL_S, POLL_MAX_S = 1.0, 60.0
 
-
-@dataclass
-class Taken:
-    """A project's computes, handed over, and how long its storage had been quiet then."""
-
-    project_id: str
-    at: float  # when
-    handovers: list[Handover]
-    #: "project" / "branch:<id>" -> since when it was quiet at the hand-over (None: on)
-    quiet_since: dict[str, float | None] = field(default_factory=dict)
 
 
 def action_keys(action: Any) -> set[str]:
@@ -82,7 +63,6 @@ def next_tick(cp: ControlPlane, c: Compute) -> tuple[float, float] | None:
     """(the next availability check of the compute's branch after now, the one before it),
     when those checks fall on this compute; the instants the engine's loop reaches by
     adding the period again and again."""
-    from sim.scenario.fleetpath_run import checks_of
 
     checks = checks_of(cp, c)
     if checks is None:
@@ -177,8 +157,6 @@ def reads_operations(scenario: Scenario) -> bool:
 
 def _give(cp: ControlPlane, project_id: str, workloads: Workloads,
           taken: dict[str, Taken], back: dict[str, str], first: bool, as_rows: bool) -> None:
-    from sim.scenario.fleetpath_run import HandBack as Unresolved
-    from sim.scenario.fleetpath_run import _check_rank, file_operations, segment_to_call
 
     if project_id in back or project_id not in cp.kernel_storage:
         return  # the engine holds it (still)

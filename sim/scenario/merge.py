@@ -4,7 +4,7 @@ Projects never interact inside a run (each has its own random streams, its
 own operation lanes and its own timers), so a run of some of the project
 instances replays exactly what those projects do in a run of the whole
 fleet, and the rows of one project do not depend on which road computed
-them (the fleet path in bulk, or the SimPy engine). What differs is only how
+them (the kernel in bulk, or the SimPy engine). What differs is only how
 rows interleave in the record lists. Every result is therefore put in one
 canonical order:
 

@@ -22,16 +22,17 @@ from sim.engine.model import Compute
 from sim.engine.records import ActionRecord, RunResult
 from sim.rules.connections import DEFAULT_POOL_SHARE
 from sim.rules.errors import ApiError
-from sim.scenario.fleetpath_run import FLEET_PATH, Workloads, engine_reasons, run_fleet_path
+from sim.scenario.call_port import dispatcher
 from sim.scenario.handover import Taken, action_keys, schedule_calls, schedule_handovers
+from sim.scenario.kernel_run import Workloads, engine_reasons, run_kernel
 from sim.scenario.merge import canonical_result, instance_order
 from sim.scenario.references import Reference, render_body, render_path
+from sim.scenario.roads import HANDED_BACK, KERNEL, KERNEL_AFTER_CALLS, KERNEL_OFF, PER_SESSION
 from sim.scenario.schema import ComputeSpec, ProjectInstance, Scenario
 from sim.scenario.warm_up import arrivals_on_engine_clock, led_by_warm_up
 from sim.workload import Poisson, chunks
 
 Progress = Callable[[float, float], None]  # (simulated seconds reached, total)
-FLEET_AFTER_CALLS = "fleet path but for its scripted calls"
 
 
 class ScenarioRunError(Exception):
@@ -165,7 +166,7 @@ def schedule_actions(cp: ControlPlane, scenario: Scenario, fleet: Fleet,
     `named`, beside it, the project instances each call named."""
     if not scenario.actions:
         return
-    from sim.api.dispatch import dispatch  # scenario -> api -> engine; FastAPI only when needed
+    dispatch = dispatcher()  # the HTTP layer's route handlers, through the port; FastAPI only when needed
 
     def run(action) -> None:
         try:
@@ -218,13 +219,13 @@ class _Part:
 
     result: RunResult
     keys: list[str]  # the instances whose rows it holds, in fleet order
-    handed_back: list[str]  # instances the fleet path handed back to the engine
+    handed_back: list[str]  # instances the kernel handed back to the engine
     cp: ControlPlane
     fleet: Fleet
 
 
 def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance],
-              progress: Progress | None, steps: int, fleet_path: bool) -> _Part:
+              progress: Progress | None, steps: int, kernel: bool) -> _Part:
     warm_up = scenario.warm_up_s
     cp = ControlPlane(replace(scenario.engine_config(), count_from_s=warm_up), seed=seed,
                       start=scenario.start - timedelta(seconds=warm_up),
@@ -236,26 +237,26 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
     fleet = Fleet()
     placed: list[tuple[Compute, ComputeSpec]] = []
     external: list[tuple[Compute, ComputeSpec]] = []
-    reasons = engine_reasons(scenario) if fleet_path else {}
+    reasons = engine_reasons(scenario) if kernel else {}
     for inst in instances:
         try:
             built = build_project(cp, scenario, inst, fleet)
         except ApiError as err:
             raise ScenarioRunError(f"{inst.key}: {err.message}") from None
-        if fleet_path:  # the kernel's from creation (a named project: up to its first call)
+        if kernel:  # the kernel's from creation (a named project: up to its first call)
             for compute, _ in built:
                 compute.runtime.external = True  # type: ignore[union-attr]
-        if fleet_path and inst.key not in reasons:
+        if kernel and inst.key not in reasons:
             external += built
         else:
             placed += built
     # the kernel holds every project at first (a named one up to its first call), and the
     # storage replay runs its storage lifecycle while it does
-    cp.kernel_storage = {c.project_id for c, _ in external + placed} if fleet_path else set()
+    cp.kernel_storage = {c.project_id for c, _ in external + placed} if kernel else set()
     workloads = Workloads(scenario, {c.id: spec for c, spec in placed})
     back: dict[str, str] = {}  # project id -> why the engine runs it alone
     taken: dict[str, Taken] = {}  # project id -> handed to the kernel after a call
-    if fleet_path:
+    if kernel:
         # ahead of the calls: the engine must hold a named project when a call runs
         schedule_calls(cp, scenario, fleet.projects, workloads, taken, back)
     else:
@@ -264,7 +265,7 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
     actions: list[ActionRecord] = []
     named: list[set[str]] = []
     schedule_actions(cp, scenario, fleet, actions, named)
-    if fleet_path:
+    if kernel:
         schedule_handovers(cp, scenario, fleet.projects, set(reasons), taken, back)
     total = scenario.duration
     if progress is None:  # stopping the clock costs a SimPy event and an exception each time
@@ -275,14 +276,14 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
             progress(cp.now, total)
     kept = [t for t in taken.values() if t.project_id not in back]
     if external or kept:
-        back |= run_fleet_path(cp, workloads, external, cp.now, kept)
+        back |= run_kernel(cp, workloads, external, cp.now, kept)
     back_keys = _linked({cp.projects[pid].key for pid in back}, named)
     excluded = {pid for pid, p in cp.projects.items() if p.key in back_keys}
     result = cp.result(scenario.name, counted, scenario.price_per_cu_hour,
                        assumptions(scenario, cp), exclude=excluded)
     result.warm_up_s = warm_up
     result.actions = [a for a, keys in zip(actions, named, strict=True) if not keys & back_keys]
-    result.roads = _roads(cp, reasons if fleet_path else None, kept, excluded)
+    result.roads = _roads(cp, reasons if kernel else None, kept, excluded)
     keys = [inst.key for inst in instances if inst.key not in back_keys]
     return _Part(result, keys, [inst.key for inst in instances if inst.key in back_keys], cp,
                  fleet)
@@ -326,10 +327,10 @@ def _roads(cp: ControlPlane, reasons: dict[str, str] | None, taken: Sequence[Tak
             continue
         if c.runtime is not None and c.runtime.external:
             named = c.id in resumed or (reasons is not None and key in reasons)
-            roads[FLEET_AFTER_CALLS if named else FLEET_PATH] += 1
+            roads[KERNEL_AFTER_CALLS if named else KERNEL] += 1
         else:
-            reason = "fleet path off" if reasons is None else reasons.get(key, "created by a call")
-            roads[f"engine: {reason}"] += 1
+            reason = KERNEL_OFF if reasons is None else reasons.get(key, "created by a call")
+            roads[PER_SESSION + reason] += 1
     return dict(sorted(roads.items()))
 
 
@@ -340,20 +341,20 @@ def run_scenario(
     instances: Sequence[ProjectInstance] | None = None,
     progress: Progress | None = None,
     steps: int = 200,
-    fleet_path: bool = True,
+    kernel: bool = True,
 ) -> RunResult:
     """Run `scenario` (or only the given project instances: one shard of the fleet).
 
-    Computes are advanced by the compute kernel (the fleet path,
-    `sim.scenario.fleetpath_run`), which gives the engine's results exactly; a
+    Computes are advanced by the kernel (the compiled bulk path,
+    `sim.scenario.kernel_run`), which gives the engine's results exactly; a
     project it finds it cannot reproduce (a detach, two events at one instant)
     is run again in the SimPy engine alone, and the two results are merged.
-    `fleet_path=False` runs everything in the SimPy engine. Rows come in the
+    `kernel=False` runs everything per-session in the SimPy engine. Rows come in the
     canonical order of `sim.scenario.merge`."""
     with _old_objects_left_out_of_collections():
         return _run(scenario, scenario.seed if seed is None else seed,
                     list(instances) if instances is not None else scenario.instances(),
-                    instances is None, progress, steps, fleet_path)
+                    instances is None, progress, steps, kernel)
 
 
 @contextmanager
@@ -375,8 +376,8 @@ def _old_objects_left_out_of_collections() -> Iterator[None]:
 
 
 def _run(scenario: Scenario, seed: int, chosen: list[ProjectInstance], whole: bool,
-         progress: Progress | None, steps: int, fleet_path: bool) -> RunResult:
-    parts = [_simulate(scenario, seed, chosen, progress, steps, fleet_path)]
+         progress: Progress | None, steps: int, kernel: bool) -> RunResult:
+    parts = [_simulate(scenario, seed, chosen, progress, steps, kernel)]
     if parts[0].handed_back:
         again = set(parts[0].handed_back)
         # with the calls that name them (a call names them all, or none: see _linked)
@@ -385,7 +386,7 @@ def _run(scenario: Scenario, seed: int, chosen: list[ProjectInstance], whole: bo
         parts.append(_simulate(alone, seed, [i for i in chosen if i.key in again],
                                None, steps, False))
         parts[1].result.roads = {
-            road.replace("fleet path off", "handed back by the fleet path"): n
+            road.replace(KERNEL_OFF, HANDED_BACK): n
             for road, n in parts[1].result.roads.items()}
     if whole and any(p.auth is not None for p in scenario.projects):
         # whole runs only: the shards of one run must agree on their assumptions

@@ -70,6 +70,10 @@ def describe(cp: ControlPlane) -> dict[str, Any]:
         "streams": _streams(cp),
         "auth": cp.auth.state(),
         "records": _records(cp.recorder),
+        "snapshots": {sid: _fields(snap) for sid, snap in cp.snapshots.items()},
+        "snapshot_schedules": _plain(cp.snapshot_schedules),
+        "schedule_generations": _plain(cp.schedule_generations),
+        "usage": _plain(cp.usage),
         "other": _other_attributes(cp),
     }
 

@@ -1,6 +1,6 @@
 """Closed-form results the engine must reproduce, and the statistics to compare with them.
 
-The closed forms themselves live in `sim.theory` (the library prunes with
+The closed forms themselves live in `sim.metrics.theory` (the library prunes with
 them too); this module re-exports them beside the estimators the
 validation tests use: batch means, ratios and control variates.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.theory import (  # noqa: F401  (re-exported for the tests)
+from sim.metrics.theory import (  # noqa: F401  (re-exported for the tests)
     betainc,
     carried_load,
     erlang_b,

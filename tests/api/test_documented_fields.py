@@ -76,7 +76,7 @@ def test_postgres_18(api: SimClient):
 def test_branch_fields_are_kept_and_answered(api: SimClient):
     pid = make_project(api)["project"]["id"]
     sent = {"name": "preview", "expires_at": "2026-02-01T00:00:00Z", "init_source": "schema-only",
-            "parent_timestamp": "2026-01-05T00:00:00Z", "parent_lsn": "0/1F2E3D4",
+            "parent_timestamp": "2026-01-05T00:00:00Z", "parent_lsn": "0/16B3748",
             "protected": True}
     r = api.post(f"projects/{pid}/branches",
                  json={"branch": sent, "annotation_value": {"ticket": "T-1"}})
@@ -166,8 +166,14 @@ def test_shape_checks():
     check({"maintenance_window": {"weekdays": [1, 2], "start_time": "01:00",
                                   "end_time": "02:00"}}, shape, "settings")
     with pytest.raises(ShapeError) as bad:
-        check({"maintenance_window": {"weekdays": [True]}}, shape, "settings")
+        check({"maintenance_window": {"weekdays": [True], "start_time": "01:00",
+                                      "end_time": "02:00"}}, shape, "settings")
     assert bad.value.path == "settings.maintenance_window.weekdays.0"  # bool is not an integer
+    # a partial window would be answered back as the project's, breaking the answer's schema
+    with pytest.raises(ShapeError) as bad:
+        check({"maintenance_window": {"weekdays": [1]}}, shape, "settings")
+    assert (bad.value.path, bad.value.reason) == ("settings.maintenance_window.start_time",
+                                                  "required")
     assert documented_fields("NoSuchModel") == {}
 
 
@@ -219,7 +225,7 @@ def test_oauth_providers_take_vercel_and_a_microsoft_tenant(api: SimClient):
 
 def test_kept_fields_survive_a_restart_from_the_state_file(tmp_path):
     # the state file holds requests, and replays them through the same routes
-    from sim.api.journal import open_server
+    from sim.api.restore import open_server
 
     path = tmp_path / "world.db"
     server, _ = open_server(path)

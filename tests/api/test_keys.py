@@ -8,6 +8,7 @@ import pytest
 
 from sim.api import SimClient, SimServer, create_app, in_process_client
 from sim.api.keys import ORG_ID
+from sim.api.orgs import MEMBER_ID
 from sim.engine.model import USER_ID
 from tests.api.conftest import make_project
 
@@ -19,6 +20,9 @@ CONNECT_BODY = {"project_id": "{project_id}", "endpoint_id": "{endpoint_id}", "c
 A = P + "/auth"
 AUTH_BODY = {"project_id": "{project_id}", "auth_provider": "stack"}  # project_id in the body
 DOMAIN = {"domain": "https://k.example.com", "auth_provider": "stack"}
+CONSUMPTION = "/api/v2/consumption_history/"
+SPAN = "from=2026-01-05T00:00:00Z&to=2026-01-06T00:00:00Z&granularity=hourly"
+V2 = "&org_id=org-1&metrics=compute_unit_seconds"
 
 #: (method, path, body, status for a project-scoped key of ANOTHER project)
 ROUTES: list[tuple[str, str, Any, int]] = [
@@ -90,6 +94,44 @@ ROUTES: list[tuple[str, str, Any, int]] = [
     ("GET", "/api/v2/api_keys", None, 403),  # API keys: a personal key's business
     ("POST", "/api/v2/api_keys", {"key_name": "k"}, 403),
     ("DELETE", "/api/v2/api_keys/1", None, 403),
+    # the lifecycle over time: consumption (a project key sees its own project only),
+    # restore and recovery, snapshots and their schedule
+    ("GET", CONSUMPTION + "projects?" + SPAN, None, 200),
+    ("GET", CONSUMPTION + "v2/projects?" + SPAN + V2, None, 200),
+    ("GET", CONSUMPTION + "v2/branches?" + SPAN + V2 + "&project_ids={project_id}", None, 200),
+    ("GET", P + "/branches/count", None, 404),
+    ("POST", P + "/recover", None, 404),
+    ("POST", P + "/branches/{branch_id}/recover", None, 404),
+    ("POST", P + "/branches/{branch_id}/restore", {"source_branch_id": "{branch_id}"}, 404),
+    ("POST", P + "/branches/{branch_id}/finalize_restore", None, 404),
+    ("POST", P + "/branches/{branch_id}/snapshot", None, 404),
+    ("GET", P + "/snapshots", None, 404),
+    ("PATCH", P + "/snapshots/{snapshot_id}", {"snapshot": {"name": "n"}}, 404),
+    ("DELETE", P + "/snapshots/{snapshot_id}", None, 404),
+    ("POST", P + "/snapshots/{snapshot_id}/restore", None, 404),
+    ("GET", P + "/branches/{branch_id}/backup_schedule", None, 404),
+    ("PUT", P + "/branches/{branch_id}/backup_schedule", {"schedule": []}, 404),
+    ("GET", P + "/permissions", None, 404),
+    ("POST", P + "/permissions", {"email": "k@example.com"}, 404),
+    ("DELETE", P + "/permissions/{permission_id}", None, 404),
+    ("GET", "/api/v2/users/me/organizations", None, 200),
+    ("GET", "/api/v2/auth", None, 200),
+    ("GET", "/api/v2/organizations/{org_id}", None, 403),  # an organization's: not a project key's
+    ("GET", "/api/v2/organizations/{org_id}/members", None, 403),
+    ("GET", "/api/v2/organizations/{org_id}/members/{member_id}", None, 403),
+    ("GET", "/api/v2/organizations/{org_id}/api_keys", None, 403),
+    ("POST", "/api/v2/organizations/{org_id}/api_keys", {"key_name": "k"}, 403),
+    ("DELETE", "/api/v2/organizations/{org_id}/api_keys/1", None, 403),
+    ("GET", "/api/v2/organizations/{org_id}/invitations", None, 403),
+    ("POST", "/api/v2/organizations/{org_id}/invitations", {"invitations": []}, 403),
+    ("GET", "/api/v2/organizations/{org_id}/billing/spending_limit", None, 403),
+    ("PUT", "/api/v2/organizations/{org_id}/billing/spending_limit",
+     {"spending_limit_cents": 100}, 403),
+    ("DELETE", "/api/v2/organizations/{org_id}/billing/spending_limit", None, 403),
+    ("GET", "/api/v2/organizations/{org_id}/vpc/vpc_endpoints", None, 403),
+    ("GET", "/api/v2/organizations/{org_id}/vpc/region/{region_id}/vpc_endpoints", None, 403),
+    ("POST", "/api/v2/users/me/projects/transfer",
+     {"destination_org_id": "{org_id}", "project_ids": ["{project_id}"]}, 403),
     ("POST", "/_sim/reset", None, 403),  # last: it would wipe the world
 ]
 
@@ -99,6 +141,8 @@ def fill(value: Any, ids: dict[str, str]) -> Any:
         return value.format(**ids)
     if isinstance(value, dict):
         return {k: fill(v, ids) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, ids) for v in value]
     return value
 
 
@@ -106,7 +150,9 @@ def test_table_covers_every_route(server: SimServer) -> None:
     """Every operation of the OpenAPI document has a row (the console page is not in it)."""
     paths = create_app(server).openapi()["paths"]
     documented = {(m.upper(), p) for p, ops in paths.items() for m in ops}
-    assert documented == {(m, p.replace("/1", "/{key_id}")) for m, p, _, _ in ROUTES}
+    assert documented == {(m, p.replace("/1", "/{key_id}").partition("?")[0])
+                          for m, p, _, _ in ROUTES}
+    assert len(ROUTES) == len(documented)
 
 
 @pytest.fixture
@@ -122,7 +168,12 @@ def world(api: SimClient) -> dict[str, str]:
     user = api.post("projects/auth/user", json={**auth, "email": "world@example.com"}).json()
     r = api.post(f"projects/{ids['project_id']}/auth/oauth_providers", json={"id": "github"})
     assert r.status_code == 200
-    ids.update(auth_user_id=user["id"], auth_provider="stack", oauth_provider_id="github")
+    ids.update(auth_user_id=user["id"], auth_provider="stack", oauth_provider_id="github",
+               org_id=ORG_ID, member_id=MEMBER_ID, region_id="aws-us-east-2")
+    snap = api.post(f"projects/{ids['project_id']}/branches/{ids['branch_id']}/snapshot")
+    ids["snapshot_id"] = snap.json()["snapshot"]["id"]
+    granted = api.post(f"projects/{ids['project_id']}/permissions", json={"email": "w@example.com"})
+    ids["permission_id"] = granted.json()["id"]
     api.advance(60)
     return ids
 
@@ -174,11 +225,11 @@ def test_organization_key_and_ownership(server: SimServer) -> None:
     org = in_process_client(server, api_key=server.keys.organization().secret)
     mine = make_project(personal, "mine")["project"]
     theirs = make_project(org, "theirs")["project"]
-    assert (mine["owner_id"], mine.get("org_id")) == (USER_ID, None)
+    # without org_id, a project is the user's default organization's: its keys reach it too
+    assert (mine["owner_id"], mine["org_id"]) == (USER_ID, ORG_ID)
     assert theirs["org_id"] == ORG_ID
-    # the organization key sees only the organization's projects
-    assert [p["id"] for p in org.get("projects").json()["projects"]] == [theirs["id"]]
-    assert org.get(f"projects/{mine['id']}").status_code == 404
+    assert [p["id"] for p in org.get("projects").json()["projects"]] == [mine["id"], theirs["id"]]
+    assert org.get(f"projects/{mine['id']}").status_code == 200
     # the user is a member of the organization: a personal key sees both
     listed = {p["id"] for p in personal.get("projects").json()["projects"]}
     assert listed == {mine["id"], theirs["id"]}

@@ -20,12 +20,9 @@ from sim.engine.model import USER_ID  # noqa: E402
 from tests.api.conftest import Live  # noqa: E402
 
 NOT_SERVED = {
-    "api_keys": "API keys are another part of the simulator",
-    "api_key_create": "API keys are another part of the simulator",
-    "api_key_revoke": "API keys are another part of the simulator",
-    "project_permissions": "no route: the simulator does not share projects",
-    "project_permissions_grant": "no route: the simulator does not share projects",
-    "project_permissions_revoke": "no route: the simulator does not share projects",
+    "project_permissions_revoke": "it sends DELETE .../permissions with a body, a route the "
+                                  "official document does not have (it revokes with "
+                                  "DELETE .../permissions/{permission_id}, which is served)",
 }
 
 
@@ -119,6 +116,13 @@ def test_every_served_method_of_neon_api(live: Live) -> None:
     scratch = neon.branch_create(p, branch={"name": "scratch"}).branch
     advance(60)
     assert neon.branch_delete(p, scratch.id).branch.id == scratch.id
+
+    made_key = neon.api_key_create(key_name="py-key")
+    assert made_key.id in [k.id for k in neon.api_keys()]
+    assert neon.api_key_revoke(made_key.id).revoked is True
+    grant = neon.project_permissions_grant(p, email="ann@example.com")
+    assert grant.granted_to_email == "ann@example.com"
+    assert [g.id for g in neon.project_permissions(p).project_permissions] == [grant.id]
     assert neon.project_delete(p).project.id == p
     with pytest.raises(NeonAPIError):
         neon.project(p)

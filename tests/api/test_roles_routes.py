@@ -206,10 +206,12 @@ def test_project_list_search_and_org(api: SimClient) -> None:
     make_project(api, "blog")
     found = api.get("projects", params={"search": "SHOP"}).json()["projects"]
     assert [x["name"] for x in found] == ["shop-eu"]
-    assert api.get("projects", params={"org_id": "org-1"}).json()["projects"] == []
+    assert api.get("projects", params={"org_id": "org-2"}).json()["projects"] == []
     org = make_project(api, "org-project", org_id="org-1")["project"]
     listed = api.get("projects", params={"org_id": "org-1"}).json()["projects"]
-    assert [x["id"] for x in listed] == [org["id"]]
+    # without org_id a project is the default organization's: all three are org-1's
+    assert [x["name"] for x in listed] == ["shop-eu", "blog", "org-project"]
+    assert listed[-1]["id"] == org["id"]
 
 
 def test_current_user_and_regions(api: SimClient) -> None:

@@ -14,11 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-import sim.results_dir
+import sim.metrics.results_dir
 from sim.cli import main
 
 marker, pause_after, argv = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
-write_run = sim.results_dir.write_run
+write_run = sim.metrics.results_dir.write_run
 
 
 def paused_write_run(*args, progress=None, **kwargs):
@@ -32,7 +32,7 @@ def paused_write_run(*args, progress=None, **kwargs):
     return write_run(*args, progress=step, **kwargs)
 
 
-sim.results_dir.write_run = paused_write_run
+sim.metrics.results_dir.write_run = paused_write_run
 # as a terminal's Ctrl-C: the default handler, even if this process started with SIGINT ignored
 signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.exit(main(argv))

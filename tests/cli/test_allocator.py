@@ -1,4 +1,4 @@
-"""`sim` keeps memory it frees for its next arrays (sim.allocator)."""
+"""`sim` keeps memory it frees for its next arrays (sim.processes.allocator)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import textwrap
 
 import pytest
 
-from sim.allocator import keep_freed_memory
+from sim.processes.allocator import keep_freed_memory
 
 # Three rounds of what a run does all along: 100 MB allocated in blocks (of the size
 # given), written, freed. Prints the page faults the rounds cost (after a first round
 # that grows the heap). Modes: glibc's default, the pad alone, both settings.
 ROUNDS = textwrap.dedent("""
     import ctypes, resource, sys
-    from sim.allocator import TOP_PAD, keep_freed_memory
+    from sim.processes.allocator import TOP_PAD, keep_freed_memory
 
     libc = ctypes.CDLL(None)
     libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
@@ -80,7 +80,7 @@ def test_the_command_line_keeps_freed_memory(monkeypatch, capsys) -> None:
 def test_embedded_workers_start_without_dasks_trimming_threshold() -> None:
     """dask sets MALLOC_TRIM_THRESHOLD_ for its workers; the embedded cluster's start
     without it (the workers keep freed memory by `keep_freed_memory` instead)."""
-    from sim.cluster import open_client
+    from sim.processes.cluster import open_client
 
     names = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_")
     with open_client(1) as client:
@@ -110,9 +110,9 @@ def _large_block_faults() -> int:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
 def test_embedded_workers_keep_freed_memory() -> None:
-    """Each worker of the embedded cluster sets both (its plugin, `sim.worker_process`):
+    """Each worker of the embedded cluster sets both (its plugin, `sim.processes.worker_process`):
     large blocks freed by a shard serve the next ones without fresh pages."""
-    from sim.cluster import open_client
+    from sim.processes.cluster import open_client
 
     with open_client(1) as client:
         faults = client.run(_large_block_faults)
@@ -149,7 +149,7 @@ def _arenas_after_a_thread_allocates() -> int:
 def test_threads_share_the_one_arena_where_the_pad_holds() -> None:
     """A thread's own arena is never trimmed with a pad this large: every thread of a
     process that kept freed memory allocates from the first one."""
-    code = ("import sys; from sim.allocator import keep_freed_memory; "
+    code = ("import sys; from sim.processes.allocator import keep_freed_memory; "
             "from tests.cli.test_allocator import _arenas_after_a_thread_allocates as n; "
             "keep = sys.argv[1] == 'keep'; assert not keep or keep_freed_memory(); print(n())")
     counts = {}
@@ -163,7 +163,7 @@ def test_threads_share_the_one_arena_where_the_pad_holds() -> None:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
 def test_embedded_workers_run_their_shards_in_the_one_arena() -> None:
-    from sim.cluster import open_client
+    from sim.processes.cluster import open_client
 
     with open_client(1) as client:
         arenas = client.submit(_arenas_after_a_thread_allocates, pure=False).result()

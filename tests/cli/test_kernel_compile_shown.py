@@ -7,8 +7,8 @@ import io
 from rich.console import Console
 from rich.progress import Progress, TextColumn
 
-from sim.cli_progress import KernelCompile
-from sim.engine import kernel_cache
+from sim.cli.progress import KernelCompile
+from sim.kernel import kernel_cache
 
 
 def test_the_compilation_replaces_the_simulated_time_while_it_lasts() -> None:

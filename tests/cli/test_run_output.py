@@ -20,8 +20,8 @@ import pytest
 from sim.cli import build_parser, days, main
 from sim.metrics.charts import chart_files
 from sim.metrics.io import read_run, result_files
-from sim.report import REPORT_FILE, SCENARIO_FILE
-from sim.results_dir import PREPARING, file_count, staging_dir, write_run
+from sim.metrics.report import REPORT_FILE, SCENARIO_FILE
+from sim.metrics.results_dir import PREPARING, file_count, staging_dir, write_run
 from tests.cli.conftest import TINY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,8 +144,8 @@ def test_days_are_singular_only_for_one() -> None:
 
 
 def test_progress_hears_of_every_file_once_tables_first_report_last(tiny: Path, tmp_path: Path) -> None:
-    from sim.fleet import run_fleet
     from sim.scenario.loader import load_scenario
+    from sim.sweep.fleet import run_fleet
 
     heard: list[tuple[int, int, str]] = []
     staging = staging_dir(tmp_path / "out", replace=False)

@@ -3,6 +3,9 @@
 Each command must exit 0, and its JSON output must agree with what the
 simulator holds (read back over HTTP). Between commands that start operations
 the session waits for them, as a user would.
+
+`LIFECYCLE` lists the commands of the lifecycle over time (branch reset and restore,
+snapshots, project recovery), run in a session of their own.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.clients.conftest import KEY, NpmClients, Served
@@ -49,6 +53,10 @@ def test_a_neonctl_session(clock: str, npm_clients: NpmClients,
 
     me = neonctl("me")
     assert me["id"] == served.api("GET", "users/me")["id"]
+    orgs = neonctl("orgs", "list")
+    assert [o["id"] for o in orgs] == [o["id"] for o in served.api(
+        "GET", "users/me/organizations")["organizations"]] == ["org-1"]
+    assert neonctl("api", "/auth") == served.api("GET", "auth")
 
     # ---- projects
     created = neonctl("projects", "create", "--name", "cli-shop")
@@ -56,6 +64,12 @@ def test_a_neonctl_session(clock: str, npm_clients: NpmClients,
     assert served.api("GET", f"projects/{p}")["project"]["name"] == "cli-shop"
     listed = neonctl("projects", "list")
     assert p in [x["id"] for x in listed["projects"]] and listed["shared_with_you"] == []
+    # without org_id, the project is the user's default organization's
+    in_org = neonctl("projects", "list", "--org-id", "org-1")
+    assert [x["id"] for x in in_org] == [p] == [
+        x["id"] for x in served.api("GET", "projects", params={"org_id": "org-1"})["projects"]]
+    # the one project: commands that name none find it through the organization
+    assert {b["name"] for b in neonctl("branches", "list")} == {"main"}
     assert neonctl("projects", "get", p)["id"] == p
     updated = neonctl("projects", "update", p, "--name", "cli-store")
     assert updated["name"] == "cli-store"
@@ -114,27 +128,82 @@ def test_a_neonctl_session(clock: str, npm_clients: NpmClients,
     assert {"create_timeline", "create_branch", "start_compute"} <= {o["action"]
                                                                      for o in operations}
 
-    extra = 0
-    if clock == "manual":  # roles and databases made and dropped by the CLI (once is enough)
-        alice = neonctl("roles", "create", "--project-id", p, "--name", "alice")
-        assert alice["password"] == served.api(
-            "GET", f"projects/{p}/branches/{dev_id}/roles/alice/reveal_password")["password"]
+    # ---- roles and databases made and dropped by the CLI
+    alice = neonctl("roles", "create", "--project-id", p, "--name", "alice")
+    assert alice["password"] == served.api(
+        "GET", f"projects/{p}/branches/{dev_id}/roles/alice/reveal_password")["password"]
+    served.settle(p)
+    shop = neonctl("databases", "create", "--project-id", p, "--name", "shop",
+                   "--owner-name", "alice")
+    assert shop["owner_name"] == "alice"
+    served.settle(p)
+    mine = neonctl("connection-string", "--project-id", p, "--role-name", "alice",
+                   "--database-name", "shop", output="")
+    assert mine.startswith(f"postgresql://alice:{alice['password']}@") and "/shop?" in mine
+    neonctl("databases", "delete", "shop", "--project-id", p)
+    served.settle(p)
+    neonctl("roles", "delete", "alice", "--project-id", p)
+    served.settle(p)
+    names = [r["name"] for r in served.api("GET", f"projects/{p}/branches/{dev_id}/roles")
+             ["roles"]]
+    assert names == ["neondb_owner"]
+    # neonctl 5.0.1 reads --no-login as yargs' negation of a `login` flag and sends no
+    # no_login: the role is an ordinary one, with the password the simulator keeps
+    plain = neonctl("roles", "create", "--project-id", p, "--name", "plain", "--no-login")
+    assert plain["password"] == served.api(
+        "GET", f"projects/{p}/branches/{dev_id}/roles/plain/reveal_password")["password"]
+    served.settle(p)
+    # sent as the document has it, no_login makes a role without a password
+    reader = neonctl("api", f"/projects/{p}/branches/{dev_id}/roles", "-X", "POST",
+                     "-F", "role.name=reader", "-F", "role.no_login=true")["role"]
+    assert reader["name"] == "reader" and "password" not in reader
+    served.settle(p)
+    assert {"plain", "reader"} <= {r["name"] for r in served.api(
+        "GET", f"projects/{p}/branches/{dev_id}/roles")["roles"]}
+    for name in ("plain", "reader"):
+        neonctl("roles", "delete", name, "--project-id", p)
         served.settle(p)
-        shop = neonctl("databases", "create", "--project-id", p, "--name", "shop",
-                       "--owner-name", "alice")
-        assert shop["owner_name"] == "alice"
-        served.settle(p)
-        mine = neonctl("connection-string", "--project-id", p, "--role-name", "alice",
-                       "--database-name", "shop", output="")
-        assert mine.startswith(f"postgresql://alice:{alice['password']}@") and "/shop?" in mine
-        neonctl("databases", "delete", "shop", "--project-id", p)
-        served.settle(p)
-        neonctl("roles", "delete", "alice", "--project-id", p)
-        served.settle(p)
-        names = [r["name"] for r in served.api("GET", f"projects/{p}/branches/{dev_id}/roles")
-                 ["roles"]]
-        assert names == ["neondb_owner"]
-        extra = 5
+
+    # ---- API keys: the account's, the organization's, one project's
+    account_key = neonctl("api-keys", "create", "--name", "ci")
+    org_key = neonctl("api-keys", "create", "--name", "everything", "--org-id", "org-1")
+    scoped_key = neonctl("api-keys", "create", "--name", "one", "--project-id", p)
+    assert scoped_key["project_id"] == p and "project_id" not in org_key
+    mine = neonctl("api-keys", "list")
+    assert [k["id"] for k in mine] == [k["id"] for k in served.api("GET", "api_keys")]
+    assert account_key["id"] in [k["id"] for k in mine]
+    assert org_key["id"] not in [k["id"] for k in mine]  # the organization's: listed there
+    theirs = neonctl("api-keys", "list", "--org-id", "org-1")
+    assert [(k["id"], k.get("project_id")) for k in theirs] == [
+        (org_key["id"], None), (scoped_key["id"], p)] == [
+        (k["id"], k.get("project_id")) for k in served.api("GET", "organizations/org-1/api_keys")]
+    with httpx.Client(base_url=served.http.base_url,
+                      headers={"authorization": f"Bearer {scoped_key['key']}"}) as scoped:
+        assert [x["id"] for x in scoped.get("/api/v2/projects").json()["projects"]] == [p]
+        assert neonctl("api-keys", "revoke", str(scoped_key["id"]), "--org-id",
+                       "org-1")["revoked"]
+        assert scoped.get("/api/v2/projects").status_code == 401
+    assert neonctl("api-keys", "revoke", str(account_key["id"]))["revoked"]
+    assert account_key["id"] not in [k["id"] for k in served.api("GET", "api_keys")]
+
+    # ---- sharing the project, its IP allow-list, the organization's members
+    granted = neonctl("api", f"/projects/{p}/permissions", "-X", "POST",
+                      "-F", "email=bob@example.com")
+    shared = neonctl("api", f"/projects/{p}/permissions")
+    assert shared == served.api("GET", f"projects/{p}/permissions")
+    assert [g["granted_to_email"] for g in shared["project_permissions"]] == ["bob@example.com"]
+    neonctl("api", f"/projects/{p}/permissions/{granted['id']}", "-X", "DELETE")
+    assert served.api("GET", f"projects/{p}/permissions")["project_permissions"] == []
+    members = neonctl("api", "/organizations/org-1/members")["members"]
+    assert [m["member"]["user_id"] for m in members] == [me["id"]]
+    allowed = neonctl("ip-allow", "add", "203.0.113.5", "--project-id", p)
+    assert allowed["IP_addresses"] == ["203.0.113.5"]
+    assert neonctl("ip-allow", "list", "--project-id", p)["IP_addresses"] == \
+        served.api("GET", f"projects/{p}")["project"]["settings"]["allowed_ips"]["ips"]
+    expiring = neonctl("branches", "set-expiration", "feature", "--project-id", p,
+                       "--expires-at", "2027-01-01T00:00:00Z")
+    assert expiring["expires_at"] == served.api(
+        "GET", f"projects/{p}/branches/{dev_id}")["branch"]["expires_at"]
 
     # ---- a context: later commands name no project
     neonctl("set-context", "--project-id", p, output="")
@@ -146,4 +215,40 @@ def test_a_neonctl_session(clock: str, npm_clients: NpmClients,
     deleted = neonctl("projects", "delete", p)
     assert deleted["id"] == p
     assert served.http.get(f"/api/v2/projects/{p}").status_code == 404
-    assert len(neonctl.commands) == 23 + extra  # every command above ran and exited 0
+    assert len(neonctl.commands) == 50  # every command above ran and exited 0
+
+
+#: the lifecycle commands (branch reset and restore, snapshots, project recovery), in the
+#: order a user runs them; the session reads back what they did from the simulator
+LIFECYCLE: list[list[str]] = [
+    ["branches", "reset", "dev", "--parent"],
+    ["branches", "restore", "dev", "main", "--preserve-under-name", "dev-before"],
+    ["snapshots", "create", "--branch", "main", "--name", "s1"],
+    ["snapshots", "list"],
+    ["projects", "recover", "{project_id}"],
+]
+
+
+def test_the_lifecycle_commands(clock: str, npm_clients: NpmClients,
+                                serve: Callable[[str], Served], tmp_path: Path) -> None:
+    served = serve(clock)
+    neonctl = Neonctl(npm_clients, served, tmp_path)
+    p = neonctl("projects", "create", "--name", "lifecycle")["project"]["id"]
+    served.settle(p)
+    dev = neonctl("branches", "create", "--project-id", p, "--name", "dev")["branch"]["id"]
+    served.settle(p)
+    neonctl("set-context", "--project-id", p, output="")
+    for command in LIFECYCLE:
+        if command[:2] == ["projects", "recover"]:
+            neonctl("projects", "delete", p)
+            assert served.http.get(f"/api/v2/projects/{p}").status_code == 404
+        answer = neonctl(*[c.format(project_id=p) for c in command])
+        assert answer, command
+        served.settle(p)
+    # what they did, read back from the simulator
+    branches = {b["name"]: b for b in served.api("GET", f"projects/{p}/branches")["branches"]}
+    assert {"main", "dev", "dev-before"} <= set(branches)
+    assert branches["dev"]["id"] == dev
+    snapshots = served.api("GET", f"projects/{p}/snapshots")["snapshots"]
+    assert [s["name"] for s in snapshots] == ["s1"]
+    assert served.api("GET", f"projects/{p}")["project"]["id"] == p  # recovered

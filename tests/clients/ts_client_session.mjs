@@ -1,6 +1,6 @@
 // The official TypeScript client (@neondatabase/api-client) against a manual-clock `sim serve`.
 //
-// Calls every client method whose route the simulator serves (API keys aside), checks
+// Calls every client method whose route the simulator serves, checks
 // the typed fields a program would read, and prints one JSON object:
 // {"results": {method: {"ok": true} | {"ok": false, "error": "..."}}}.
 // Environment: SIM_NPM_MODULES (node_modules of the pinned install), SIM_BASE, SIM_KEY.
@@ -146,6 +146,35 @@ const scratch = await api.createProjectBranch(p, { branch: { name: "scratch" } }
 await settle();
 await call("deleteProjectBranch", { projectId: p, branchId: scratch.data.branch.id }, (d) =>
   expect(d.branch.name === "scratch", "wrong branch"));
+// ---- the organization, its members and keys, the account's keys, sharing the project
+const orgs = await call("getCurrentUserOrganizations", (d) => expect(d.organizations.length === 1, "not one organization"));
+const org = orgs.organizations[0].id;
+await call("getOrganization", org, (d) => expect(d.id === org, "wrong organization"));
+const members = await call("getOrganizationMembers", { orgId: org, sort_by: "email" }, (d) =>
+  expect(d.members[0].member.user_id === me.id && d.members[0].member.role === "admin", "not the admin"));
+await call("getOrganizationMember", org, members.members[0].member.id, (d) => expect(d.user_id === me.id, "wrong member"));
+await call("getAuthDetails", (d) => expect(d.account_id === me.id && d.auth_method === "api_key_user", "not the user's key"));
+const orgKey = await call("createOrgApiKey", org, { key_name: "ts-one", project_id: p }, (d) =>
+  expect(d.key && d.project_id === p, "no key for the project"));
+await call("listOrgApiKeys", org, (d) => expect(d.some((k) => k.id === orgKey.id && k.project_id === p), "not listed"));
+await call("revokeOrgApiKey", org, orgKey.id, (d) => expect(d.revoked === true, "not revoked"));
+const accountKey = await call("createApiKey", { key_name: "ts-key" }, (d) => expect(d.key && d.id, "no key"));
+await call("listApiKeys", (d) => expect(d.some((k) => k.id === accountKey.id), "not listed"));
+await call("revokeApiKey", accountKey.id, (d) => expect(d.revoked === true, "not revoked"));
+await call("createOrganizationInvitations", org, { invitations: [{ email: "ann@example.com", role: "member" }] },
+  (d) => expect(d.invitations[0].email === "ann@example.com", "not invited"));
+await call("getOrganizationInvitations", org, (d) => expect(d.invitations.length === 1, "not one invitation"));
+await call("setOrganizationSpendingLimit", org, { spending_limit_cents: 5000 }, (d) =>
+  expect(d.spending_limit_cents === 5000, "limit not set"));
+await call("getOrganizationSpendingLimit", org, (d) => expect(d.spending_limit_cents === 5000, "limit not kept"));
+await call("deleteOrganizationSpendingLimit", org);
+await call("listOrganizationVpcEndpointsAllRegions", org, (d) => expect(d.endpoints.length === 0, "endpoints"));
+await call("listOrganizationVpcEndpoints", org, "aws-us-east-2", (d) => expect(d.endpoints.length === 0, "endpoints"));
+const grant = await call("grantPermissionToProject", p, { email: "bob@example.com" }, (d) =>
+  expect(d.granted_to_email === "bob@example.com", "not granted"));
+await call("listProjectPermissions", p, (d) => expect(d.project_permissions.length === 1, "not one grant"));
+await call("revokePermissionFromProject", p, grant.id, (d) => expect(d.revoked_at, "not revoked"));
+
 await call("deleteProject", p, (d) => expect(d.project.id === p, "wrong project"));
 
 process.stdout.write(JSON.stringify({ results }));

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from scripts.shown_outputs import DOCUMENTS, ROOT, parse_blocks, plan_steps
-from sim.main_guard import GUARD
+from sim.processes.main_guard import GUARD
 from tests.docs.test_every_command_runs import RUN_HERE
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -58,7 +58,7 @@ def test_every_snippet_runs_as_a_plain_script_in_a_test() -> None:
 
 SCRIPT = f"""
 import sys
-from sim.main_guard import in_process_instead
+from sim.processes.main_guard import in_process_instead
 
 
 def start(workers=None, scheduler=None, client=None):

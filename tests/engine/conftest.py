@@ -9,14 +9,14 @@ import sim.scenario.runner as runner
 
 @pytest.fixture
 def fallbacks(monkeypatch):
-    """Why each project the fleet path handed back to the engine was handed back."""
+    """Why each project the kernel handed back to the engine was handed back."""
     seen: list[str] = []
-    real = runner.run_fleet_path
+    real = runner.run_kernel
 
     def spy(*args, **kwargs):
         handed_back = real(*args, **kwargs)
         seen.extend(handed_back.values())
         return handed_back
 
-    monkeypatch.setattr(runner, "run_fleet_path", spy)
+    monkeypatch.setattr(runner, "run_kernel", spy)
     return seen

@@ -6,7 +6,6 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.engine import physics
 from sim.engine.connection_table import (
     OUTCOMES,
     ColumnBlock,
@@ -15,6 +14,7 @@ from sim.engine.connection_table import (
     Outcome,
 )
 from sim.engine.records import Recorder
+from sim.kernel import physics
 
 COMPUTES = [("ep-a", "p-1"), ("ep-b", "p-1"), ("ep-c", "p-2")]
 

@@ -1,7 +1,7 @@
 """What the counters count: each connection attempt has one outcome, counted once, under its
 own name, and the idle clocks run from when a project or branch really went quiet.
 
-Each case runs on both roads, the SimPy engine and the fleet path, which must give the
+Each case runs on both roads, the SimPy engine and the kernel, which must give the
 same tables and the figures worked out by hand."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from sim.metrics import frames, summary
 from sim.scenario.loader import parse_scenario
 from tests.engine.support import GIB, control_plane, running_compute
 
-from .test_fleetpath import canonical
+from .test_kernel_equals_engine import canonical
 
 ENDPOINT = "/projects/{p[0]}/endpoints/{p[0].main.read_write}"
 
@@ -46,12 +46,12 @@ def every(period: str, session_s: float, **load: Any) -> dict:
 
 def both_roads(doc: dict) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """The run's tables and summary, after checking that both roads give the same tables
-    (and that the fleet path ran the compute kernel, where no scripted call names it)."""
+    (and that the kernel ran the compute kernel, where no scripted call names it)."""
     parsed = parse_scenario(doc)
-    engine = runner.run_scenario(parsed, fleet_path=False)
+    engine = runner.run_scenario(parsed, kernel=False)
     fleet = runner.run_scenario(parsed)
     if "actions" not in doc:
-        assert set(fleet.roads) == {"fleet path"}, fleet.roads
+        assert set(fleet.roads) == {"kernel"}, fleet.roads
     tables = canonical(engine)
     for name, table in canonical(fleet).items():
         pd.testing.assert_frame_equal(table, tables[name], check_exact=True, obj=name)

@@ -1,6 +1,6 @@
 """How the compiled kernels are called: their Generator argument typed once, their
 outputs named (the kernels' results themselves are checked against the SimPy engine in
-test_fleetpath)."""
+test_kernel_equals_engine)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from numba import njit, typeof
 from numba.core.typing.typeof import Purpose
 
-from sim.engine import physics, storage_kernel
-from sim.engine.generator_typing import GENERATOR_TYPE, typed_once
-from sim.engine.physics_layout import Out
+from sim.kernel import physics, storage_kernel
+from sim.kernel.generator_typing import GENERATOR_TYPE, typed_once
+from sim.kernel.physics_layout import Out
 
 
 @pytest.mark.parametrize("bits", [np.random.PCG64, np.random.MT19937, np.random.Philox,
@@ -65,7 +65,7 @@ def test_outputs_are_named_once_each_packed_ones_as_rows() -> None:
 
 
 def test_a_project_without_computes_has_no_operations_to_order() -> None:
-    from sim.engine.physics_run import op_order
+    from sim.kernel.physics_run import op_order
 
     # the storage replay asks for every compute's operations at its lane's instants
     assert op_order() == []

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sim.engine import kernel_cache
-from sim.engine.jit import FUNCTIONS, njit, watching
+from sim.kernel import kernel_cache
+from sim.kernel.jit import FUNCTIONS, njit, watching
 
 REPO = Path(__file__).resolve().parents[2]
 UNWRITABLE = Path("/dev/null/nowhere")  # under a file: not even root can create it
@@ -54,12 +54,12 @@ def _installed_read_only(tmp_path: Path) -> Path:
     root = tmp_path / "site"
     shutil.copytree(REPO / "sim", root / "sim",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (root / "sim" / "engine" / "__pycache__").write_text("not a directory")
+    (root / "sim" / "kernel" / "__pycache__").write_text("not a directory")
     return root
 
 
 PROBE = """
-from sim.engine import kernel_cache, physics, storage_kernel
+from sim.kernel import kernel_cache, physics, storage_kernel
 import numpy as np
 order = storage_kernel._merged(np.array([3.0, 1.0, 2.0]), np.array([1, 2]))
 print(kernel_cache.location(), order.tolist())
@@ -136,10 +136,10 @@ def test_compiling_is_announced_once_per_call_that_waits_for_it() -> None:
 
 
 SIGNATURES_USED = """
-from sim.warm_up import warm_up
+from sim.processes.preload import warm_up
 warm_up()
-from sim.engine import physics, storage_kernel
-from sim.engine.kernel_ahead import SIGNATURES
+from sim.kernel import physics, storage_kernel
+from sim.kernel.kernel_ahead import SIGNATURES
 print(set(physics.advance.signatures) == {SIGNATURES["advance"]},
       set(storage_kernel.replay.signatures) == {SIGNATURES["replay"]})
 """
@@ -156,8 +156,8 @@ def test_the_kernels_are_compiled_ahead_for_the_types_a_run_calls_them_with() ->
 
 
 def test_compiling_ahead_with_the_kernels_cached_only_loads_them() -> None:
-    from sim.engine import physics, storage_kernel
-    from sim.engine.kernel_ahead import SIGNATURES, compile_ahead
+    from sim.kernel import physics, storage_kernel
+    from sim.kernel.kernel_ahead import SIGNATURES, compile_ahead
 
     compile_ahead()  # compiles them if this checkout never did
     seen = Seen()
@@ -172,7 +172,7 @@ def test_a_signature_that_no_longer_fits_is_left_to_the_run(monkeypatch) -> None
     test above fails): compiling ahead is only ahead."""
     from numba.core import types
 
-    from sim.engine import kernel_ahead
+    from sim.kernel import kernel_ahead
 
     monkeypatch.setitem(kernel_ahead.SIGNATURES, "advance", (types.int64,))
     monkeypatch.setitem(kernel_ahead.SIGNATURES, "replay", (types.int64,))

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sim.engine.storage_replay import _no_long_quiet
+from sim.kernel.storage_replay import _no_long_quiet
 
 
 def _computes(*spans: list[tuple[float, float]]) -> list[SimpleNamespace]:

@@ -1,4 +1,4 @@
-"""A project's storage lifecycle on the fleet path: detaching, archiving, reattaching and
+"""A project's storage lifecycle on the kernel: detaching, archiving, reattaching and
 unarchiving replayed from the computes' kernel runs give the SimPy engine's results."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sim.scenario.runner as runner
-from sim.engine.storage_kernel import clocks
+from sim.kernel.storage_kernel import clocks
 from sim.scenario.loader import load_scenario, parse_scenario
 
-from .test_fleetpath import canonical, random_compute, random_distribution
+from .test_kernel_equals_engine import canonical, random_compute, random_distribution
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 IDLE_PRONE = [  # workloads that go quiet for hours: long enough to detach and archive
@@ -75,26 +75,26 @@ def storage_scenario(seed: int) -> dict:
 
 def assert_same_tables(scenario) -> runner.RunResult:
     result = runner.run_scenario(scenario)
-    engine = canonical(runner.run_scenario(scenario, fleet_path=False))
+    engine = canonical(runner.run_scenario(scenario, kernel=False))
     for name, table in canonical(result).items():
         pd.testing.assert_frame_equal(table, engine[name], check_exact=True, obj=name)
     return result
 
 
 @pytest.mark.parametrize("seed", range(60))
-def test_storage_replayed_on_the_fleet_path_equals_the_engine(seed: int,
+def test_storage_replayed_by_the_kernel_equals_the_engine(seed: int,
                                                               fallbacks: list[str]) -> None:
     assert_same_tables(parse_scenario(storage_scenario(seed)))
 
 
 def test_the_storage_workloads_exercise_every_storage_rule(fallbacks: list[str]) -> None:
-    """The equality above is evidence only if the replay met each rule on the fleet path."""
+    """The equality above is evidence only if the replay met each rule on the kernel."""
     seen: Counter[str] = Counter()
     computes = kernel = 0
     for seed in range(0, 60, 2):
         result = runner.run_scenario(parse_scenario(storage_scenario(seed)))
         computes += sum(result.roads.values())
-        kernel += result.roads.get("fleet path", 0)
+        kernel += result.roads.get("kernel", 0)
         for op in result.operations:
             if op.action.startswith(("tenant_", "timeline_archive", "timeline_unarchive")):
                 seen[f"{op.action} {op.status}"] += 1
@@ -107,10 +107,10 @@ def test_the_storage_workloads_exercise_every_storage_rule(fallbacks: list[str])
         assert seen[rule] > 0, (rule, seen)
 
 
-def test_dev_branches_runs_its_unnamed_projects_on_the_fleet_path(fallbacks: list[str]) -> None:
+def test_dev_branches_runs_its_unnamed_projects_on_the_kernel(fallbacks: list[str]) -> None:
     result = assert_same_tables(load_scenario(SCENARIOS / "dev-branches.yaml"))
     assert fallbacks == []
-    assert result.roads["fleet path"] == 59
+    assert result.roads["kernel"] == 59
     actions = Counter(op.action for op in result.operations)
     assert actions["tenant_reattach"] > 0 and actions["timeline_unarchive"] > 0
 
@@ -134,7 +134,7 @@ def test_a_wake_skips_a_queued_archive_and_waits_for_the_detach_then_the_reattac
                              "session": {"dist": "fixed", "mean_s": 30}}}]}]}],
     }
     result = assert_same_tables(parse_scenario(doc))
-    assert fallbacks == [] and result.roads == {"fleet path": 2}
+    assert fallbacks == [] and result.roads == {"kernel": 2}
     statuses = Counter((op.action, op.status) for op in result.operations)
     assert statuses[("timeline_archive", "skipped")] > 0
     assert statuses[("tenant_reattach", "finished")] > 0
@@ -175,7 +175,7 @@ def test_a_project_named_by_two_calls_is_the_kernels_between_them(
     doc = with_calls(doc, int(doc["duration"].removesuffix("h")), read_back=seed % 2 == 1)
     result = assert_same_tables(parse_scenario(doc))
     second = doc["actions"][1]["at"]
-    assert result.roads.get("fleet path but for its scripted calls", 0) > 0 or fallbacks
+    assert result.roads.get("kernel but for its scripted calls", 0) > 0 or fallbacks
     if not fallbacks:  # taken back after each call: once before the second, once after it
         hours = sorted({t // 3600 for t in taken})
         assert any(h < int(second[:-1]) for h in hours) and hours[-1] >= int(second[:-1]), hours

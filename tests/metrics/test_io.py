@@ -59,10 +59,21 @@ def test_round_trip(tmp_path, result):
     assert read_summary == summary(tables, result)
 
 
+def test_run_json_of_an_older_run_reads_in_todays_road_names(tmp_path):
+    write_results(small(), tmp_path)
+    path = tmp_path / "run.json"
+    run = json.loads(path.read_text())
+    run["roads"] = {"fleet path": 3, "fleet path but for its scripted calls": 1,
+                    "engine: handed back by the fleet path": 2}
+    path.write_text(json.dumps(run))
+    assert read_run(tmp_path)["roads"] == {"kernel": 3, "kernel but for its scripted calls": 1,
+                                           "per-session: handed back by the kernel": 2}
+
+
 def test_run_json_holds_the_scenario(tmp_path):
     result = small()
     result.assumptions = {"cold_start": "lognormal mean 0.5 s", "pool": "0.9 x max"}
-    result.roads = {"fleet path": 3, "engine: named by a scripted call": 1}
+    result.roads = {"kernel": 3, "per-session: named by a scripted call": 1}
     paths = write_results(result, tmp_path)
     meta = read_run(tmp_path)
     assert meta == {
@@ -72,7 +83,7 @@ def test_run_json_holds_the_scenario(tmp_path):
         "duration_s": 14400.0,
         "price_per_cu_hour": 0.16,
         "assumptions": {"cold_start": "lognormal mean 0.5 s", "pool": "0.9 x max"},
-        "roads": {"fleet path": 3, "engine: named by a scripted call": 1},
+        "roads": {"kernel": 3, "per-session: named by a scripted call": 1},
     }
     text = paths["summary"].read_text()
     assert list(json.loads(text)) == sorted(json.loads(text))  # keys sorted

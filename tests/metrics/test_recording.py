@@ -17,15 +17,15 @@ import pytest
 
 from sim.engine.records import RunResult
 from sim.engine.tallies import OperationTally, joined_spans, summed_counts
-from sim.fleet import read_source
 from sim.metrics import draw_charts, frames, summary
+from sim.metrics.report import key_cards, summary_html
 from sim.metrics.summary import on_spans, peak_concurrent
-from sim.report import key_cards, summary_html
 from sim.scenario.loader import load_scenario, parse_scenario
 from sim.scenario.merge import canonical_result, instance_order
 from sim.scenario.runner import run_scenario
 from sim.scenario.schema import Scenario
 from sim.sweep import KEY_FIGURES, Setting, run_sweep, runs_frame
+from sim.sweep.fleet import read_source
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))

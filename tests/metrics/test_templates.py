@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from sim.engine.records import NO_TEMPLATE, QueueWaits, queue_waits_of, template_of
-from sim.fleet import run_fleet
 from sim.metrics import frames, summary, summary_table
 from sim.metrics.charts import cost_by_template_chart
+from sim.metrics.report import render_report
 from sim.metrics.templates import queue_p99
-from sim.report import render_report
+from sim.sweep.fleet import run_fleet
 from tests.planning.test_fleet import run_in_shards
 
 #: a tier of rarely used projects that scale to zero after a minute, and a few busy pooled
@@ -174,7 +174,7 @@ def test_projects_of_no_template_are_their_own_column() -> None:
 def test_the_same_whatever_is_recorded_when_the_engine_runs_computes() -> None:
     """The quickstart's scripted call hands two pooled computes to the engine for a while:
     its records of queue waits and on-spans count as the kernel's do."""
-    from sim.fleet import read_source
+    from sim.sweep.fleet import read_source
     from tests.planning.conftest import QUICKSTART
 
     doc = read_source(QUICKSTART).document
@@ -184,7 +184,7 @@ def test_the_same_whatever_is_recorded_when_the_engine_runs_computes() -> None:
     bare = run(dict(doc, record_connections="off", record_events="off"))
     assert bare["templates"] == full["templates"]
     assert by_name(full)["shop"]["queue_wait_p99_s"] is not None
-    assert result.roads.get("fleet path but for its scripted calls")  # the engine ran them a while
+    assert result.roads.get("kernel but for its scripted calls")  # the engine ran them a while
     # every warm connection to a pooled compute that got a session or timed out, once
     rows = tables["connections"]
     pooled = set(tables["computes"].query("pooler_enabled")["compute_id"])

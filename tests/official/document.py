@@ -124,7 +124,8 @@ class Document:
         return schema
 
     def shape(self, schema: dict[str, Any], depth: int = 0) -> dict[str, Any]:
-        """What a value must look like: type, enum, bounds, format, properties, items."""
+        """What a value must look like: type, enum, bounds, format, properties (and which
+        are required), items."""
         schema = self.resolve(schema)
         if depth > MAX_DEPTH:
             return {}
@@ -132,7 +133,7 @@ class Document:
         if "oneOf" in schema or "anyOf" in schema:
             out["oneOf"] = [self.shape(s, depth + 1) for s in schema.get("oneOf", schema.get("anyOf"))]
         for k in ("type", "enum", "nullable", "format", "pattern", "minimum", "maximum",
-                  "minLength", "maxLength", "minItems", "maxItems"):
+                  "minLength", "maxLength", "minItems", "maxItems", "required"):
             if k in schema:
                 out[k] = schema[k]
         if "properties" in schema:

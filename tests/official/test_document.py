@@ -90,3 +90,29 @@ def test_the_documents_own_request_examples_are_accepted(method, path, name, bod
         params = made["connection_uris"][0]["connection_parameters"]
         assert (params["role"], params["database"]) == ("sally", "mydb")
         assert made["connection_uris"][0]["connection_uri"].startswith("postgresql://sally:")
+
+
+def test_docs_count_the_served_operations_by_tag():
+    """docs/api.md's count of served operations, and its table by tag, are the app's."""
+    import re
+    from collections import Counter
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
+    mine = served(create_app(SimServer(seed=1)))
+    official = document.operations(DOC)
+    by_tag: Counter[str] = Counter()
+    of_tag: Counter[str] = Counter()
+    for key, (_, op) in official.items():
+        tag = op.get("tags", ["?"])[0]
+        of_tag[tag] += 1
+        by_tag[tag] += key in mine
+    stated = re.search(r"document: (\d+) of its (\d+) operations", text)
+    assert stated is not None
+    assert (int(stated[1]), int(stated[2])) == (len(mine), len(official))
+    for tag, count in by_tag.items():
+        if count:  # its row: "| Tag (a note): more | served | operations |"
+            row = re.search(rf"^\| {re.escape(tag)}[ :(|][^\n]*?\| (\d+) \| (\d+) \|$", text,
+                            re.MULTILINE)
+            assert row is not None, tag
+            assert (int(row[1]), int(row[2])) == (count, of_tag[tag]), tag

@@ -13,7 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.cli import main
-from sim.fleet import (
+from sim.metrics import TABLES, frames
+from sim.scenario.loader import parse_scenario
+from sim.scenario.runner import run_scenario
+from sim.sweep.fleet import (
     WAKE_COST,
     _instance_weight,
     canonical_result,
@@ -26,9 +29,6 @@ from sim.fleet import (
     shard_document,
     shard_shares,
 )
-from sim.metrics import TABLES, frames
-from sim.scenario.loader import parse_scenario
-from sim.scenario.runner import run_scenario
 from tests.planning.conftest import QUICKSTART
 
 #: scripted calls that tie projects together, and one that names no project
@@ -95,7 +95,7 @@ def test_canonical_order_groups_rows_by_project_in_instance_order() -> None:
     canonical = run_fleet(QUICKSTART)
     # every run returns its rows in canonical order, whichever road computed them
     assert run_scenario(scenario).intervals == canonical.intervals
-    assert run_scenario(scenario, fleet_path=False).intervals == canonical.intervals
+    assert run_scenario(scenario, kernel=False).intervals == canonical.intervals
     position = {row.compute_id: i for i, row in enumerate(canonical.computes)}
     for table, when in (("intervals", "start_s"), ("wakes", "at_s"), ("connections", "arrival_s")):
         keys = [(position[row.compute_id], getattr(row, when)) for row in getattr(canonical, table)]
@@ -135,8 +135,8 @@ def test_workers_must_be_positive(capsys) -> None:
 
 def test_embedded_workers_exit_without_collecting_their_heap() -> None:
     """Closing the embedded cluster does not wait for each worker's last walk of its heap."""
-    from sim.fleet import open_client
-    from sim.worker_process import WorkerProcess
+    from sim.processes.worker_process import WorkerProcess
+    from sim.sweep.fleet import open_client
 
     with open_client(1) as client:
         plugins = client.run(lambda dask_worker: sorted(dask_worker.plugins))
@@ -151,7 +151,7 @@ def test_embedded_workers_exit_without_collecting_their_heap() -> None:
 def test_a_cluster_started_early_is_the_one_the_run_uses_and_is_closed_after() -> None:
     """`sim run --workers N` starts its workers before loading the rest: entering waits for
     them, the client runs in the caller's thread, leaving closes the cluster."""
-    from sim.cluster import started_client
+    from sim.processes.cluster import started_client
 
     started = started_client(1)
     with started as client:
@@ -248,7 +248,7 @@ def _logged_task(path: str, mark: int, topic: str | None, i: int) -> int:
 def test_tasks_go_out_as_workers_free_up_highest_priority_first(tmp_path: Path) -> None:
     """`at_once` keeps the other tasks off the cluster: with one at a time on two workers
     they run one after the other, by priority, and results come back in call order."""
-    from sim.fleet import open_client
+    from sim.sweep.fleet import open_client
 
     log = tmp_path / "log.txt"
     priority = [1.0, 5.0, 3.0, 4.0, 2.0]
@@ -264,8 +264,8 @@ def test_tasks_go_out_as_workers_free_up_highest_priority_first(tmp_path: Path) 
 def test_a_run_plans_its_shards_while_the_cluster_starts(monkeypatch) -> None:
     """Given a started cluster not yet entered, run_fleet plans the shards for its known
     worker count first, then waits for the workers, runs, and closes the cluster."""
-    import sim.fleet as fleet
-    from sim.cluster import started_client
+    import sim.sweep.fleet as fleet
+    from sim.processes.cluster import started_client
 
     events: list[str] = []
     plan = fleet._plan

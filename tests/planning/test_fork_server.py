@@ -11,15 +11,15 @@ from pathlib import Path
 import dask
 import pytest
 
-from sim.fleet import run_fleet
-from sim.fork_server import (
+from sim.metrics import TABLES, frames
+from sim.processes.fork_server import (
     fork_server_running,
     own_fork_server,
     start_fork_server,
     stop_fork_server,
     worker_environ,
 )
-from sim.metrics import TABLES, frames
+from sim.sweep.fleet import run_fleet
 from tests.planning.conftest import QUICKSTART
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no fork server there")
@@ -29,7 +29,7 @@ def _what_a_worker_holds() -> dict:
     """Run on a worker: what it holds (before any shard, or after)."""
     import gc
 
-    from sim.engine import physics, storage_kernel
+    from sim.kernel import physics, storage_kernel
 
     # this module's own imports bring in the engine when dask unpickles this function,
     # but not the API's handlers, which only the fork server's warm-up loads
@@ -40,7 +40,7 @@ def _what_a_worker_holds() -> dict:
 
 
 def test_workers_start_with_the_simulator_and_its_kernels_loaded() -> None:
-    from sim.fleet import open_client
+    from sim.sweep.fleet import open_client
 
     with open_client(2) as client:
         held = client.run(_what_a_worker_holds)
@@ -68,8 +68,8 @@ def test_the_warm_up_leaves_no_thread_and_no_event_loop_to_fork() -> None:
     # Python's own handler before the import, even if this process started with SIGINT
     # ignored (a child inherits that): what the server restores is what it found
     code = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler);"
-            "import sys, threading, sim.worker_boot; d = sys.modules['sim.api.dispatch'];"
-            "from sim.engine import physics, storage_kernel as s;"
+            "import sys, threading, sim.processes.worker_boot; d = sys.modules['sim.api.dispatch'];"
+            "from sim.kernel import physics, storage_kernel as s;"
             "print(threading.active_count(), d._dispatcher is None,"
             " len(physics.advance.signatures), len(s.replay.signatures),"
             " __import__('os').environ['OMP_NUM_THREADS'],"
@@ -127,7 +127,7 @@ def test_sim_run_with_workers_leaves_no_fork_server_behind(tmp_path) -> None:
 
 WARMED = """
 import glob, sys
-from sim.warm_up import warm_up
+from sim.processes.preload import warm_up
 
 def loaded():
     return {f"{name}.{attr}": len(value.signatures)
@@ -161,7 +161,7 @@ def test_after_the_warm_up_no_shipped_scenario_loads_another_kernel() -> None:
 
 DECOY = """
 import multiprocessing, os, sys
-from sim.fork_server import start_fork_server, stop_fork_server
+from sim.processes.fork_server import start_fork_server, stop_fork_server
 assert start_fork_server()
 process = multiprocessing.get_context("forkserver").Process(target=os.getpid)
 process.start()
@@ -187,7 +187,7 @@ def test_the_server_imports_sim_from_where_the_command_does(tmp_path) -> None:
 
 
 def test_a_cluster_started_for_a_run_is_closed_when_the_scenario_is_refused() -> None:
-    from sim.cluster import started_client
+    from sim.processes.cluster import started_client
     from sim.scenario.loader import ScenarioError
 
     started = started_client(1)

@@ -1,11 +1,11 @@
-"""Work in a forked copy of the process (`sim.forked.beside`)."""
+"""Work in a forked copy of the process (`sim.processes.forked.beside`)."""
 
 import os
 import sys
 
 import pytest
 
-from sim.forked import beside
+from sim.processes.forked import beside
 
 
 def test_the_work_runs_in_another_process_while_the_block_runs_here(tmp_path):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from sim.cli import main
+from sim.metrics.report import CHARTS, fleet_rows, readable_assumption
 from sim.metrics.summary import format_value
-from sim.report import CHARTS, fleet_rows, readable_assumption
 from sim.scenario.loader import load_scenario
 from tests.planning.conftest import QUICKSTART
 

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from sim.metrics.theory import erlang_c
 from sim.recommendation import recommend
-from sim.theory import erlang_c
 from tests.recommendation.helpers import poisson_fleet
 
 pytestmark = pytest.mark.slow

@@ -6,11 +6,11 @@ import math
 
 import pytest
 
+from sim.metrics.theory import erlang_b, erlang_c
 from sim.recommendation.space import Choice, apply_choices, parse_space, space_of
 from sim.recommendation.targets import RecommendError, as_targets, parse_target
 from sim.recommendation.theory import TemplateModel
 from sim.scenario.loader import parse_scenario
-from sim.theory import erlang_b, erlang_c
 from tests.recommendation.helpers import poisson_fleet
 
 

@@ -22,8 +22,8 @@ import math
 import numpy as np
 import pytest
 
+from sim.metrics.theory import erlang_b
 from sim.recommendation import recommend
-from sim.theory import erlang_b
 from tests.recommendation.helpers import poisson_fleet
 
 pytestmark = pytest.mark.slow

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from sim.api.keys import ORG_ID
+from sim.api.orgs import MEMBER_ID
 from sim.api.server import SimServer
 from tests.conftest import THOROUGH as THOROUGH  # re-exported for the tests here
 
@@ -43,6 +45,7 @@ class World:
     oauth_provider_id: str = "github"
     auth_provider: str = "stack"
     domain: str = "https://app.example.com"
+    snapshot_id: str = ""  # a snapshot of main
 
     @property
     def endpoint_ids(self) -> tuple[str, ...]:
@@ -68,6 +71,12 @@ class World:
             "database_name": ("neondb",),
             "owner_name": ("neondb_owner",),
             "key_id": ("1",),  # the API key of the world's first client
+            "snapshot_id": (self.snapshot_id,),
+            "org_id": (ORG_ID,),
+            "destination_org_id": (ORG_ID,),
+            "member_id": (MEMBER_ID,),
+            "region_id": ("aws-us-east-2",),
+            "permission_id": ("no-such-grant",),  # the world shares its project with no one
         }
 
 
@@ -90,9 +99,11 @@ def build_world(server: SimServer) -> World:
         cp.advance(30)
         starting, _ = cp.create_compute(project.id, main.id, "read_only")
         ops = tuple(op.id for op in project.operations)
+        snapshot, _ = cp.create_snapshot(project.id, main.id)
     assert primary.current_state == "active" and idle.current_state == "idle"
     assert starting.pending_state == "active"
-    return World(project.id, main.id, dev.id, primary.id, idle.id, starting.id, ops, user)
+    return World(project.id, main.id, dev.id, primary.id, idle.id, starting.id, ops, user,
+                 snapshot_id=snapshot.id)
 
 
 # ---- figures for the report ------------------------------------------------------------------

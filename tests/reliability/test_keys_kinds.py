@@ -29,6 +29,7 @@ import pytest
 from sim.api import SimServer, create_app, in_process_client
 from sim.api import keys as keys_module
 from sim.api.keys import ORG_ID, KeyStore
+from sim.api.orgs import MEMBER_ID
 from sim.testing.state_digest import digest
 from tests.reliability.conftest import SEED, World, build_world
 
@@ -37,6 +38,13 @@ E = P + "/endpoints/{endpoint_id}"
 A = P + "/auth"
 B = P + "/branches/{branch_id}"
 AUTH = {"project_id": "{project_id}", "auth_provider": "stack"}
+
+SPAN = "from=2026-01-05T00:00:00Z&to=2026-01-06T00:00:00Z&granularity=daily"
+CONSUMPTION_V1 = "/api/v2/consumption_history/projects?" + SPAN
+CONSUMPTION_V2_PROJECTS = ("/api/v2/consumption_history/v2/projects?" + SPAN
+                           + "&org_id=org-1&metrics=compute_unit_seconds")
+CONSUMPTION_V2_BRANCHES = CONSUMPTION_V2_PROJECTS.replace("v2/projects", "v2/branches") + (
+    "&project_ids=unknown-0")
 
 #: every route, with a body that would succeed for a key that reaches the world's project
 ROUTES: list[tuple[str, str, Any]] = [
@@ -106,6 +114,42 @@ ROUTES: list[tuple[str, str, Any]] = [
     ("GET", "/api/v2/api_keys", None),
     ("POST", "/api/v2/api_keys", {"key_name": "k"}),
     ("DELETE", "/api/v2/api_keys/{key_id}", None),
+    # the lifecycle over time
+    ("GET", CONSUMPTION_V1, None),
+    ("GET", CONSUMPTION_V2_PROJECTS, None),
+    ("GET", CONSUMPTION_V2_BRANCHES, None),
+    ("GET", P + "/branches/count", None),
+    ("POST", P + "/recover", None),
+    ("POST", B + "/recover", None),
+    ("POST", P + "/branches/{dev_branch_id}/restore", {"source_branch_id": "{branch_id}"}),
+    ("POST", B + "/finalize_restore", None),
+    ("POST", B + "/snapshot", None),
+    ("GET", P + "/snapshots", None),
+    ("PATCH", P + "/snapshots/{snapshot_id}", {"snapshot": {"name": "renamed"}}),
+    ("DELETE", P + "/snapshots/{snapshot_id}", None),
+    ("POST", P + "/snapshots/{snapshot_id}/restore", {"name": "restored"}),
+    ("GET", B + "/backup_schedule", None),
+    ("PUT", B + "/backup_schedule", {"schedule": [{"frequency": "daily", "hour": 6}]}),
+    ("GET", P + "/permissions", None),
+    ("POST", P + "/permissions", {"email": "k@example.com"}),
+    ("DELETE", P + "/permissions/{permission_id}", None),
+    ("GET", "/api/v2/users/me/organizations", None),
+    ("GET", "/api/v2/auth", None),
+    ("GET", "/api/v2/organizations/{org_id}", None),
+    ("GET", "/api/v2/organizations/{org_id}/members", None),
+    ("GET", "/api/v2/organizations/{org_id}/members/{member_id}", None),
+    ("GET", "/api/v2/organizations/{org_id}/api_keys", None),
+    ("POST", "/api/v2/organizations/{org_id}/api_keys", {"key_name": "k"}),
+    ("DELETE", "/api/v2/organizations/{org_id}/api_keys/{key_id}", None),
+    ("GET", "/api/v2/organizations/{org_id}/invitations", None),
+    ("POST", "/api/v2/organizations/{org_id}/invitations", {"invitations": []}),
+    ("GET", "/api/v2/organizations/{org_id}/billing/spending_limit", None),
+    ("PUT", "/api/v2/organizations/{org_id}/billing/spending_limit", {"spending_limit_cents": 1}),
+    ("DELETE", "/api/v2/organizations/{org_id}/billing/spending_limit", None),
+    ("GET", "/api/v2/organizations/{org_id}/vpc/vpc_endpoints", None),
+    ("GET", "/api/v2/organizations/{org_id}/vpc/region/{region_id}/vpc_endpoints", None),
+    ("POST", "/api/v2/users/me/projects/transfer",
+     {"destination_org_id": "{org_id}", "project_ids": ["{project_id}"]}),
 ]
 #: routes that name no project: reach does not apply (any valid key; POST /projects: 403 below)
 UNSCOPED = {("POST", "/api/v2/projects"), ("GET", "/api/v2/projects"), ("GET", "/_sim/clock"),
@@ -113,18 +157,24 @@ UNSCOPED = {("POST", "/api/v2/projects"), ("GET", "/api/v2/projects"), ("GET", "
             ("GET", "/api/v2/regions"),
             ("POST", "/_sim/advance"), ("GET", "/_sim/faults"), ("POST", "/_sim/faults"),
             ("GET", "/_sim/console"), ("POST", "/_sim/reset"), ("GET", "/api/v2/api_keys"),
-            ("POST", "/api/v2/api_keys"), ("DELETE", "/api/v2/api_keys/{key_id}")}
+            ("POST", "/api/v2/api_keys"), ("DELETE", "/api/v2/api_keys/{key_id}"),
+            ("GET", CONSUMPTION_V1), ("GET", CONSUMPTION_V2_PROJECTS),
+            ("GET", CONSUMPTION_V2_BRANCHES),
+            ("GET", "/api/v2/users/me/organizations"), ("GET", "/api/v2/auth"),
+            ("POST", "/api/v2/users/me/projects/transfer"),
+            *{(m, p) for m, p, _ in ROUTES if p.startswith("/api/v2/organizations/")}}
 #: what a project-scoped key may not do outside any project (403)
 WORLD_WIDE = [("POST", "/_sim/advance", {"seconds": 1}), ("POST", "/_sim/faults",
               {"extra_latency_ms": 0}), ("POST", "/_sim/reset", None)]
-KEY_ROUTES = [r for r in ROUTES if "/api_keys" in r[1]]
+KEY_ROUTES = [r for r in ROUTES if r[1].startswith("/api/v2/api_keys")]
 KINDS = ("personal", "organization", "project")
 
 
 def test_the_table_covers_every_route() -> None:
     doc = create_app(SimServer(seed=SEED)).openapi()
     documented = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
-    listed = {(m, p.replace("{dev_branch_id}", "{branch_id}")) for m, p, _ in ROUTES}
+    listed = {(m, p.replace("{dev_branch_id}", "{branch_id}").partition("?")[0])
+              for m, p, _ in ROUTES}
     assert listed == documented
 
 
@@ -160,7 +210,9 @@ class Setup:
                 "operation_id": w.operation_ids[0], "auth_user_id": w.auth_user_id,
                 "auth_provider": "stack", "oauth_provider_id": w.oauth_provider_id,
                 "role_name": "neondb_owner", "database_name": "neondb",
-                "key_id": self.spare_id}
+                "key_id": self.spare_id, "snapshot_id": w.snapshot_id,
+                "permission_id": "no-such-grant",
+                "org_id": ORG_ID, "member_id": MEMBER_ID, "region_id": "aws-us-east-2"}
 
     def call(self, method: str, path: str, body: Any, *, key: str | None,
              project_id: str | None = None, header: str | None = None) -> Any:
@@ -262,7 +314,8 @@ def test_listing_shows_only_projects_within_reach(setup: Setup, kind: str) -> No
 @pytest.mark.parametrize("kind", KINDS)
 def test_within_reach_every_kind_may_act(setup: Setup, kind: str) -> None:
     for method, path, body in SCOPED:
-        if (method, path) == ("DELETE", P):
+        if (method, path) == ("DELETE", P) or (
+                (method, path) == ("POST", P + "/recover") and kind == "project"):
             continue  # a project-scoped key may not: the 403 tests below
         setup.rebuild()
         r = setup.call(method, path, body, key=setup.secrets[kind])
@@ -296,6 +349,12 @@ def test_a_project_scoped_key_may_not_delete_its_project(setup: Setup) -> None:
     error(setup.call("DELETE", P, None, key=setup.secrets["project"], project_id=setup.foreign),
           404, "NOT_FOUND")
     assert setup.call("DELETE", P, None, key=setup.secrets["organization"]).status_code == 200
+    # nor recover it
+    setup.server.cp.advance(60)  # (its computes stopped)
+    r = setup.call("POST", P + "/recover", None, key=setup.secrets["project"])
+    assert "project-scoped" in error(r, 403, "FORBIDDEN")["message"]
+    assert setup.call("POST", P + "/recover", None,
+                      key=setup.secrets["organization"]).status_code == 200
 
 
 def test_world_wide_controls_need_a_personal_or_organization_key(setup: Setup) -> None:

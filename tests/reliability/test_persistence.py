@@ -26,7 +26,8 @@ import httpx
 import pytest
 
 from sim.api import SimClient, SimServer, in_process_client
-from sim.api.state_file import StateError, open_server
+from sim.api.restore import open_server
+from sim.api.state_file import StateError
 from sim.testing import state_digest
 from tests.reliability.test_persistence_support import KEY, Serve, dump
 

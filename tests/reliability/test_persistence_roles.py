@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.api import in_process_client
-from sim.api.journal import open_server
+from sim.api.restore import open_server
 from sim.testing.state_digest import digest
 
 KEY = "sim_key_roles_persistence_0123"

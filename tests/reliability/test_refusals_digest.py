@@ -70,7 +70,7 @@ class Pool:
         if not isinstance(body, dict):
             return
         for key, kind in (("project", "project_id"), ("branch", "branch_id"),
-                          ("endpoint", "endpoint_id")):
+                          ("endpoint", "endpoint_id"), ("snapshot", "snapshot_id")):
             if isinstance(body.get(key), dict) and "id" in body[key]:
                 self._add(kind, body[key]["id"])
         for item in body.get("endpoints", []) if isinstance(body.get("endpoints"), list) else []:
@@ -143,6 +143,10 @@ EMAIL = st.sampled_from(["ada@example.com", "new@example.com", "not-an-email", "
 DOMAIN = st.sampled_from(["https://app.example.com", "https://new.example.com",
                           "http://insecure.example.com", "not a url", "https://x.example.com/p"])
 CREDENTIAL = st.sampled_from(["cid", "secret", ""])
+INSTANT = st.sampled_from(["2026-01-05T00:00:00Z", "2026-01-05T00:01:00Z", "2030-01-01T00:00:00Z",
+                           "2000-01-01T00:00:00Z", "yesterday"])
+GRANULARITY = st.sampled_from(["hourly", "daily", "monthly", "weekly"])
+ORG = st.sampled_from(["org-1", "org-elsewhere"])
 
 ROUTES: list[Route] = [
     # projects
@@ -248,6 +252,41 @@ ROUTES: list[Route] = [
                   "port": st.sampled_from([25, 587, 0, 70_000]),
                   "username": st.just("u"), "password": st.just("p"),
                   "sender_email": EMAIL, "sender_name": st.just("Shop")}))),
+    # the lifecycle over time: consumption, restore and recovery, snapshots and schedules
+    route("GET", "consumption_history/projects", params=maybe(
+        **{"from": INSTANT, "to": INSTANT}, granularity=GRANULARITY,
+        metrics=st.sampled_from(["compute_time_seconds", "cpu"]))),
+    route("GET", "consumption_history/v2/projects", params=maybe(
+        **{"from": INSTANT, "to": INSTANT}, granularity=GRANULARITY, org_id=ORG,
+        metrics=st.sampled_from(["compute_unit_seconds", "", "cpu"]))),
+    route("GET", "consumption_history/v2/branches", params=maybe(
+        **{"from": INSTANT, "to": INSTANT}, granularity=GRANULARITY, org_id=ORG,
+        project_ids=st.sampled_from(["unknown-0", ""]),
+        metrics=st.sampled_from(["compute_unit_seconds", "cpu"]))),
+    route("GET", P + "/branches/count", params=maybe(search=st.sampled_from(["ma", ""]))),
+    route("POST", P + "/recover"),
+    route("POST", B + "/recover"),
+    route("POST", B + "/restore", lambda pool: body_or_junk(st.fixed_dictionaries(
+        {"source_branch_id": pool.pick("branch_id")},
+        optional={"source_timestamp": INSTANT, "source_lsn": st.sampled_from(["0/16B3748", "x"]),
+                  "preserve_under_name": NAME}))),
+    route("POST", B + "/finalize_restore", lambda pool: body_or_junk(maybe(name=NAME))),
+    route("POST", B + "/snapshot", params=maybe(
+        timestamp=INSTANT, lsn=st.sampled_from(["0/16B3748", "FF/0", "x"]), name=NAME,
+        expires_at=INSTANT)),
+    route("GET", P + "/snapshots"),
+    route("PATCH", P + "/snapshots/{snapshot_id}", lambda pool: body_or_junk(
+        st.fixed_dictionaries({"snapshot": maybe(name=NAME)}))),
+    route("DELETE", P + "/snapshots/{snapshot_id}"),
+    route("POST", P + "/snapshots/{snapshot_id}/restore", lambda pool: body_or_junk(maybe(
+        name=NAME, target_branch_id=pool.pick("branch_id"),
+        finalize_restore=st.sampled_from([True, False, "yes"])))),
+    route("GET", B + "/backup_schedule"),
+    route("PUT", B + "/backup_schedule", lambda pool: body_or_junk(st.fixed_dictionaries(
+        {"schedule": st.lists(st.fixed_dictionaries(
+            {"frequency": st.sampled_from(["hourly", "daily", "often"])},
+            optional={"hour": st.sampled_from([0, 23, 24]),
+                      "retention_seconds": st.sampled_from([3600, 60])}), max_size=3)}))),
     # the simulator's controls (time moves only by small steps: timers stay interesting)
     route("/_sim", "GET clock"),
     route("/_sim", "POST advance", lambda pool: body_or_junk(st.fixed_dictionaries(
@@ -260,6 +299,31 @@ ROUTES: list[Route] = [
     route("POST", "api_keys", lambda pool: body_or_junk(maybe(
         key_name=st.sampled_from(["ci", "", "k" * 65, 7])))),
     route("DELETE", "api_keys/{key_id}"),  # unknown ids only: the keys stay as they are
+    route("GET", P + "/permissions"),
+    route("POST", P + "/permissions", lambda pool: body_or_junk(maybe(email=EMAIL))),
+    route("DELETE", P + "/permissions/{permission_id}"),
+    route("GET", "users/me/organizations"),
+    route("GET", "auth"),
+    route("GET", "organizations/{org_id}"),
+    route("GET", "organizations/{org_id}/members"),
+    route("GET", "organizations/{org_id}/members/{member_id}"),
+    route("GET", "organizations/{org_id}/api_keys"),
+    route("POST", "organizations/{org_id}/api_keys", lambda pool: body_or_junk(maybe(
+        key_name=st.sampled_from(["ci", "k" * 65, 7]), project_id=pool.pick("project_id")))),
+    route("DELETE", "organizations/{org_id}/api_keys/{key_id}"),
+    route("GET", "organizations/{org_id}/invitations"),
+    route("POST", "organizations/{org_id}/invitations", lambda pool: body_or_junk(
+        st.fixed_dictionaries({"invitations": st.lists(maybe(
+            email=EMAIL, role=st.sampled_from(["member", "admin", "owner"])), max_size=2)}))),
+    route("GET", "organizations/{org_id}/billing/spending_limit"),
+    route("PUT", "organizations/{org_id}/billing/spending_limit", lambda pool: body_or_junk(
+        maybe(spending_limit_cents=st.sampled_from([1, 500, 0, -1, "5"])))),
+    route("DELETE", "organizations/{org_id}/billing/spending_limit"),
+    route("GET", "organizations/{org_id}/vpc/vpc_endpoints"),
+    route("GET", "organizations/{org_id}/vpc/region/{region_id}/vpc_endpoints"),
+    route("POST", "users/me/projects/transfer", lambda pool: body_or_junk(maybe(
+        destination_org_id=pool.pick("org_id"),
+        project_ids=st.lists(pool.pick("project_id"), max_size=2)))),
     route("/_sim", "GET faults"),
     route("/_sim", "POST faults", lambda pool: body_or_junk(maybe(
         operation_failure_rate=st.sampled_from([0.0, 0.5, -0.1, 1.0, 2]),

@@ -27,7 +27,8 @@ import pytest
 
 from sim.api import SimServer, in_process_client, snapshot, world_codec
 from sim.api.journal import Entry
-from sim.api.state_file import StateError, open_server
+from sim.api.restore import open_server
+from sim.api.state_file import StateError
 from sim.scenario.loader import load_scenario
 from tests.reliability.test_persistence import KEY, ROOT, Kept, Model, digest, ok
 

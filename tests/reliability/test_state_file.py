@@ -27,8 +27,9 @@ from pathlib import Path
 import pytest
 
 from sim.api import in_process_client
+from sim.api.restore import open_server
 from sim.api.sealing import ENV
-from sim.api.state_file import StateError, list_keys, open_server, revoke_key, start_over
+from sim.api.state_file import StateError, list_keys, revoke_key, start_over
 from tests.reliability.test_persistence import KEY, ROOT, Kept, busy_session, digest, ok
 
 SEED = 5

@@ -27,7 +27,8 @@ from typing import Any
 import pytest
 
 from sim.api.keys import secret_sha256
-from sim.api.state_file import StateError, list_keys, open_server, revoke_key
+from sim.api.restore import open_server
+from sim.api.state_file import StateError, list_keys, revoke_key
 from tests.reliability.test_persistence import ROOT, Kept, ok
 
 SEED = 5

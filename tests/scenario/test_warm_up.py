@@ -102,7 +102,7 @@ def test_the_engine_and_the_kernel_agree_after_a_warm_up():
     doc = edited({"duration": "1d", "warm_up": "3h", "actions.0.at": "12h"})
     scenario = parse_scenario(yaml.safe_dump(doc, sort_keys=False))
     kernel = frames(run_scenario(scenario))
-    engine = frames(run_scenario(scenario, fleet_path=False))
+    engine = frames(run_scenario(scenario, kernel=False))
     for name in ("computes", "operations", "intervals", "connections", "wakes", "actions"):
         assert kernel[name].equals(engine[name]), name
     assert kernel["computes"]["sessions"].sum() > 0

@@ -10,7 +10,7 @@ average. Hence
 
     P(cold) = (lam V + e^-lam V + lam E[W]) / (e^(lam S) - 1 + lam V + e^-lam V + lam E[W]).
 
-The runs go through `run_scenario`, so the compute kernel (the fleet path) is
+The runs go through `run_scenario`, so the compute kernel (the kernel) is
 what is checked. Each of the fleet's computes is an independent replication.
 The wrong model printed beside each point is the zero-duration formula e^-lam S.
 """
@@ -58,7 +58,7 @@ def scenario(per_hour: float, timeout: int, d: float, v: float, w: float, seed: 
 def test_cold_share_matches_closed_form_with_cold_start(point) -> None:
     per_hour, timeout, d, v, w = point
     result = run_scenario(parse_scenario(scenario(*point, seed=7 + GRID.index(point))))
-    assert result.roads == {"fleet path": COMPUTES}
+    assert result.roads == {"kernel": COMPUTES}
     warmup = 3600.0  # leave out the first hour: every compute starts active and empty
     cold: dict[str, list[bool]] = {row.compute_id: [] for row in result.computes}
     for c in result.connections:
