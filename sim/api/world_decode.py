@@ -400,6 +400,18 @@ class _Decoder:
                 except (RuntimeError, StopIteration) as err:
                     raise Refused(f"a {e[1]} that cannot be rebuilt ({err})") from None
 
+    def check_restored(self) -> None:
+        """Objects whose class checks itself once whole (`check_restored`, ValueError to
+        refuse): what field types cannot say (a timer's verb is one of the known ones)."""
+        checks: dict[type, Any] = {}
+        for obj in self.objs:
+            t = type(obj)
+            check = checks.get(t, _UNBUILT)
+            if check is _UNBUILT:
+                check = checks[t] = getattr(t, "check_restored", None)
+            if check is not None:
+                check(obj)
+
     def fill_object(self, obj: Any, e: list[Any]) -> None:
         cls, names, allowed = self.shape(e[1])
         values = e[2]
@@ -451,6 +463,7 @@ def loads(data: bytes) -> Any:
     try:
         root = decoder.r(top)
         decoder.fill()
+        decoder.check_restored()
     except (Refused, Stale):
         raise
     except (IndexError, KeyError, TypeError, ValueError, AttributeError, OverflowError,

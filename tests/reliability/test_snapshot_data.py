@@ -277,3 +277,19 @@ def test_every_registered_plain_class_exists() -> None:
         for part in qualname.split("."):
             found = getattr(found, part, None)
         assert isinstance(found, type) and f"{found.__module__}:{found.__qualname__}" == name, name
+
+
+def test_a_timer_naming_another_verb_is_refused() -> None:
+    """A timer is data naming a verb of the control plane: only the verbs timers schedule."""
+    from sim.engine.control_plane import ControlPlane
+    from sim.engine.timers import Timer
+
+    cp = ControlPlane(seed=SEED)
+    data = snapshot.dumps([Timer(cp, "expire_branch", ("br-1",), 10.0)])
+    assert snapshot.loads(data)[0].verb == "expire_branch"
+    tree = _tree(data)
+    i = _first(tree, "o", "sim.engine.timers:Timer")
+    names = tree[0]["shapes"][tree[1][i][1]][1]
+    tree[1][i][2][names.index("verb")] = "advance"  # a public verb, not a timer's
+    with pytest.raises(world_codec.Refused, match="no known verb"):
+        snapshot.loads(_pack(tree))
