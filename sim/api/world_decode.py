@@ -449,6 +449,9 @@ def _check_queue(env: simpy.Environment) -> None:
 def loads(data: bytes) -> Any:
     """The tree `dumps` wrote. Stale: another version of sim; Refused: not such data."""
     if not data.startswith(MAGIC):
+        if data[:1] == b"\x80":  # pickle's protocol byte: an earlier sim's snapshot, or worse
+            raise Refused("a pickle, which is never loaded (snapshots of sim before they were "
+                          "data were pickles: such a file is started over with --new)")
         raise Refused("not a snapshot of this kind (no world tree)")
     try:
         header, entries, top = msgpack.unpackb(zlib.decompress(data[len(MAGIC):]),
