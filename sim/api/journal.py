@@ -64,6 +64,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sim.api import integrity
 from sim.api.integrity import HEAD, JOURNAL_COLUMNS, KEYS_MAC, MAC, SNAPSHOT_MAC, StateError
+from sim.api.journal_snapshot import SNAPSHOT, SnapshotWriting, release_freed_memory
 from sim.api.keys import ApiKey, KeyKind, KeyRecord, secret_sha256
 from sim.api.limits import ClientGone, read_body, replay_body
 
@@ -81,7 +82,9 @@ READS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: POST routes that read only: not journaled
 READ_ONLY_ROUTES = frozenset({"/_sim/auth/query"})
 #: associated data of what is sealed (with the file's id): a body cannot pass for a snapshot
-BODY, SNAPSHOT = b"request body", b"snapshot"
+BODY = b"request body"
+#: seconds a stop waits for a snapshot a forked copy is still writing
+CLOSE_WAIT_S = 5.0
 
 SCHEMA = """
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -217,7 +220,7 @@ def _disk_message(err: BaseException) -> str:
     return str(err) or type(err).__name__
 
 
-class Journal:
+class Journal(SnapshotWriting):
     """One state file, checked and open. `append` under the server's lock; `wait_durable`
     after leaving it. Made by `sim.api.state_file`, which checks the file first."""
 
@@ -245,6 +248,10 @@ class Journal:
         self._keys_changed = False
         self._seq_fd: int | None = None
         self.since_snapshot = 0  # entries appended since the last snapshot
+        #: a snapshot a forked copy is still writing: (after, the MAC at that row, its
+        #: entry, its `snapshot_fork.Pending`)
+        self._deferred: tuple[int, bytes, Entry, Any] | None = None
+        self._trim = False
         self.last_t = 0.0  # the latest simulated instant journaled
 
     # -- before serving ---------------------------------------------------------------------
@@ -327,11 +334,13 @@ class Journal:
                                         daemon=True)
         self._thread.start()
 
-    def close(self) -> None:
+    def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
         """Commit what is pending, mark the file closed and fold the `-wal` into it: after
-        a clean stop the main file alone holds everything (a backup may copy just it)."""
+        a clean stop the main file alone holds everything (a backup may copy just it).
+        A snapshot a copy is still writing is waited for up to `wait_s` seconds."""
         if self._closed:
             return
+        self._finish_snapshot(wait_s)
         with self._cond:
             self._closing = True
             self._cond.notify_all()
@@ -421,12 +430,15 @@ class Journal:
     def _write_loop(self) -> None:
         while True:
             with self._cond:
-                while not self._pending and not self._closing:
+                while not self._pending and not self._closing and not self._deferred_ready():
                     self._cond.wait()
-                if not self._pending:
+                if not self._pending and not self._deferred_ready():
                     return
-                batch, self._pending = self._pending, []
-                upto = self._appended
+                if self._deferred_ready():  # a snapshot from a copy: a commit of its own
+                    batch, upto = [], self._durable
+                else:
+                    batch, self._pending = self._pending, []
+                    upto = self._appended
             try:
                 self._commit(batch)
             except BaseException as err:  # every waiter must hear of it
@@ -440,6 +452,9 @@ class Journal:
             with self._cond:
                 self._durable = upto
                 self._cond.notify_all()
+            if self._trim:
+                self._trim = False
+                release_freed_memory()
 
     def _commit(self, batch: list[Entry]) -> None:
         conn = self._conn
@@ -449,6 +464,8 @@ class Journal:
         try:
             for entry in batch:
                 self._write(conn, entry)
+            if not batch:  # a snapshot from a copy: a commit of its own (see _write_loop)
+                self._write_deferred(conn)
             commits = self._commits + 1
             self._meta.update(commits=str(commits), rows=str(self._last_row))
             self._write_meta(conn)
@@ -483,13 +500,13 @@ class Journal:
             return
         file_id = self.file_id
         if kind == "snapshot":
-            row = (self._last_row, float(entry.t), entry.wall,
-                   self.seal.seal(entry.fields["world"], SNAPSHOT + file_id.encode()))
-            mac = integrity.snapshot_mac(self.seal, file_id, row, self._head)
-            conn.execute("DELETE FROM snapshot")
-            conn.execute("INSERT INTO snapshot VALUES (?, ?, ?, ?, ?)", (*row, mac))
-            self._snapshot_mac = mac
+            world = entry.fields["world"]
             self._last_kind = kind  # rows it includes are never changed again
+            if isinstance(world, bytes):
+                self._deferred = None  # a newer snapshot than the one still being written
+                self._write_snapshot(conn, self._last_row, self._head, entry, world)
+            else:  # written by a forked copy (sim.api.snapshot_fork): its place kept
+                self._deferred = (self._last_row, self._head, entry, world)
             return
         if kind == "clock" and self._last_kind == "clock":
             row = (self._last_row, kind, float(entry.t), entry.wall,

@@ -94,7 +94,8 @@ def open_server(
         journal.since_snapshot = restored.entries
         journal.start(server.cp.now)
         server.attach_journal(journal)
-        server.snapshot_if_due()  # now, rather than in the first request's time
+        if snapshot_every is not None and journal.since_snapshot >= snapshot_every:
+            server.take_snapshot()  # now, written whole before the first request is served
     except BaseException:
         journal.close()
         raise
@@ -111,12 +112,28 @@ def _load_snapshot(journal: Journal, server: SimServer) -> int:
     after, _t, data = found
     try:
         world = snapshot.loads(data)
-    except Exception as err:  # noqa: BLE001 - e.g. made by another version of sim
-        log.warning("%s: its snapshot cannot be loaded (%s: %s); replaying the whole journal",
-                    journal.path, type(err).__name__, err)
+    except snapshot.Stale as err:  # made by another version of sim: the journal has it all
+        log.warning("%s: its snapshot was written by another version of sim (%s); replaying "
+                    "the whole journal", journal.path, err)
         return 0
+    except snapshot.Refused as err:  # authenticated, yet not data sim writes: refuse
+        raise StateError(f"{journal.path}: its snapshot is not a world sim wrote ({err}); "
+                         f"nothing of it was run") from None
+    if not _is_world(world):
+        raise StateError(f"{journal.path}: its snapshot is not a world sim wrote (not a "
+                         f"control plane, faults and actions); nothing of it was run")
     server.restore_world(world)
     return after
+
+
+def _is_world(world: object) -> bool:
+    from sim.api.server import Faults
+    from sim.engine.control_plane import ControlPlane
+    from sim.engine.records import ActionRecord
+
+    return (type(world) is tuple and len(world) == 3 and type(world[0]) is ControlPlane
+            and type(world[1]) is Faults and type(world[2]) is list
+            and all(type(a) is ActionRecord for a in world[2]))
 
 
 def _scenario(meta: dict[str, str], given: str | Path | None, state: Path):

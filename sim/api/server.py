@@ -32,7 +32,7 @@ from enum import StrEnum
 from types import EllipsisType
 from typing import TYPE_CHECKING
 
-from sim.api import snapshot
+from sim.api import snapshot, snapshot_fork
 from sim.api.journal import CURRENT, Entry, Journal, StateError
 from sim.api.keys import (
     ORG_ID,
@@ -47,6 +47,7 @@ from sim.api.limits import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, RateL
 from sim.engine.clock import DEFAULT_START
 from sim.engine.config import EngineConfig
 from sim.engine.control_plane import ControlPlane
+from sim.engine.history_fold import HistoryFold
 from sim.engine.records import ActionRecord
 from sim.rules.errors import ApiError, conflict, not_found, unavailable
 
@@ -110,7 +111,7 @@ class SimServer:
         self._wall = wall
         self._request_ids = itertools.count(1)
         self._wrapped = control_plane is not None
-        self.cp: ControlPlane = control_plane if control_plane is not None else self._build()
+        self.cp: ControlPlane = control_plane if control_plane is not None else self._served()
         self._wall_origin = wall() - self.cp.now / self.speed  # a scenario's after its warm-up
         self.journal: Journal | None = None  # sim serve --state (sim.api.state_file)
         self.snapshot_every: int | None = None  # journal rows between snapshots of the world
@@ -141,6 +142,13 @@ class SimServer:
             self.max_body_bytes = max_body_bytes
 
     # -- building -----------------------------------------------------------------------
+    def _served(self) -> ControlPlane:
+        """A control plane built to be served: it folds the history no API call reads
+        (`sim.engine.history_fold`), once a simulated day."""
+        cp = self._build()
+        HistoryFold(cp).start()
+        return cp
+
     def _build(self) -> ControlPlane:
         scenario = self.scenario
         if scenario is None:
@@ -193,7 +201,7 @@ class SimServer:
             raise conflict("reset", "this server wraps a control plane it did not build")
         with self._section():
             self.faults = Faults()
-            self.cp = self._build()
+            self.cp = self._served()
             self._wall_origin = self._wall() - self.cp.now / self.speed
             self._journal(Entry("reset", 0.0))
 
@@ -261,19 +269,28 @@ class SimServer:
         with self._section():
             self._journal(Entry("key", 0.0, {"record": record}))
 
-    def close_state(self) -> None:
-        """A clean stop: snapshot the world, commit, fold the -wal into the file, close it."""
+    def close_state(self, wait_s: float = 60.0) -> None:
+        """A clean stop: snapshot the world, commit, fold the -wal into the file, close it.
+
+        The snapshot is written by a forked copy (`sim.api.snapshot_fork`) and waited for
+        up to `wait_s` seconds (`sim serve` on SIGTERM: a short wait, so a stop is quick);
+        one not written by then is given up: the journal holds everything, and the next
+        start replays the rows since the last snapshot. None is taken when nothing was
+        journaled since the latest one."""
         journal = self.journal
         if journal is None:
             return
         try:
-            if not journal.failed:
-                self.take_snapshot()
+            if not journal.failed and journal.since_snapshot > 0:
+                with self._section():
+                    snapshot.dumps([])  # the codec's modules loaded here, not in the copy
+                    world = snapshot_fork.capture(self.world_state(), journal.poke)
+                    journal.append(Entry("snapshot", self.cp.now, {"world": world}))
         except Exception as err:  # noqa: BLE001 - the stop goes on: the journal has it all
             log.error("state file: no snapshot at the stop (%s: %s); the next start replays "
                       "the journal", type(err).__name__, err)
         finally:
-            journal.close()
+            journal.close(wait_s)
 
     def attach_journal(self, journal: Journal) -> None:
         self.journal = journal
@@ -289,11 +306,13 @@ class SimServer:
         self.cp, self.faults, self.actions = cp, faults, actions  # type: ignore[assignment]
 
     def _periodic_snapshot(self, journal: Journal) -> None:
-        """A snapshot on the way out of a lock section. If the world cannot be pickled
-        (a bug), the request that happened to cross the line must not fail for it:
-        say so once and go on without snapshots (restarts replay the journal)."""
+        """A snapshot on the way out of a lock section, encoded by a forked copy of the
+        process (`sim.api.snapshot_fork`): the lock is held only for the fork. If the world
+        cannot be encoded (a bug), the request that happened to cross the line must not
+        fail for it: say so once and go on without snapshots (restarts replay the journal)."""
         try:
-            world = snapshot.dumps(self.world_state())
+            snapshot.dumps([])  # the codec's modules loaded here, not in every copy
+            world = snapshot_fork.capture(self.world_state(), journal.poke)
         except Exception as err:  # noqa: BLE001 - any failure: snapshots off, service on
             log.error("state file: cannot snapshot the world (%s: %s); restarts will replay "
                       "the whole journal", type(err).__name__, err)

@@ -49,6 +49,8 @@ log = logging.getLogger("sim.api.state_file")
 SQLITE_HEADER = b"SQLite format 3\x00"
 #: journal rows between snapshots: a restart replays at most about this many
 SNAPSHOT_EVERY = 500
+#: bytes the -wal is cut back to after a checkpoint
+WAL_LIMIT = 16 * 1024 * 1024
 
 
 def companions(path: Path) -> list[Path]:
@@ -77,6 +79,8 @@ def _connect(path: Path) -> sqlite3.Connection:
         # exclusive: a second server on the same file fails here instead of corrupting it
         conn.execute("PRAGMA locking_mode=EXCLUSIVE")
         conn.execute("PRAGMA journal_mode=WAL")
+        # a snapshot passes through the -wal: truncated after checkpoints, not kept at its peak
+        conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("COMMIT")

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report an interrupted command
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as shells report a command whose reader left
+#: seconds `sim serve --state` waits at a stop for its last snapshot (then replays instead)
+STOP_SNAPSHOT_WAIT_S = 1.5
 
 
 def _fail(message: str) -> int:
@@ -377,7 +379,9 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
         run(create_app(server), listener, log_level=args.log_level,
             header_timeout=args.header_timeout, max_connections=args.max_connections)
     finally:
-        server.close_state()  # drain is over: snapshot, commit, fold the -wal in, close
+        # drain is over: snapshot (given up after a short wait: the journal has it all),
+        # commit, fold the -wal in, close
+        server.close_state(wait_s=STOP_SNAPSHOT_WAIT_S)
     return 0
 
 

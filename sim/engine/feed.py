@@ -86,12 +86,12 @@ def _batches(
 
 
 class SessionFeed:
-    """The batches of one compute's workload, drawn lazily; and picklable.
+    """The batches of one compute's workload, drawn lazily; and kept as data.
 
-    A generator cannot be pickled, and a snapshot of the world (sim serve
-    --state) pickles every compute's feed. So the feed keeps what made it (the
-    workload, the streams' states when it began) and how many batches it was
-    asked for; unpickled, it draws again from the start, with the same streams put
+    A generator cannot be written down, and a snapshot of the world (sim serve
+    --state) holds every compute's feed (as its `__getstate__`). So the feed keeps
+    what made it (the workload, the streams' states when it began) and how many
+    batches it was asked for; restored, it draws again from the start, with the same streams put
     back to those states, and skips what was given: the same draws, so the
     streams end where they were (checked) and the next batch is the same.
     """

@@ -1,8 +1,9 @@
 """`sim serve --state` over many lives: what a restart replays, and the key given at start.
 
-- repeated SIGKILLs between writes: every restart replays at most `--snapshot-every` rows
-  (the count of rows since the snapshot is the file's, not restarted at 0), and a start
-  that replayed more takes a snapshot at once;
+- repeated SIGKILLs between writes: every restart replays fewer than twice
+  `--snapshot-every` rows (the count of rows since the snapshot is the file's, not
+  restarted at 0; a periodic snapshot still being written by its copy is lost to a kill),
+  and a start that replayed more than `--snapshot-every` takes a snapshot at once;
 - a key given at start (`--api-key`, `--api-key-file`, `$SIM_API_KEY`) replaces the key
   given at the previous start: the old one is refused after the restart; the banner names
   the live keys and never shows a secret; the key from a file or the environment is not in
@@ -53,8 +54,11 @@ def test_repeated_crashes_replay_a_bounded_number_of_rows(tmp_path: Path) -> Non
     print(f"rows replayed by {LIVES} restarts after SIGKILL ({WRITES} writes a life, "
           f"--snapshot-every {EVERY}): {replayed}")
     assert len(listed) == made == LIVES * WRITES  # nothing acknowledged was lost
-    # a count that restarted at 0 would never snapshot: 15, 30, 45, 60, 75, 90
-    assert max(replayed) <= EVERY, replayed
+    # a count that restarted at 0 would never snapshot: 15, 30, 45, 60, 75, 90. A periodic
+    # snapshot is written by a forked copy after its row: a kill right after that row loses
+    # it, and the next start replays from the one before (fewer than 2 x EVERY rows), then
+    # snapshots at once before serving
+    assert max(replayed) < 2 * EVERY, replayed
 
 
 def test_a_start_that_replayed_many_rows_takes_a_snapshot_at_once(tmp_path: Path) -> None:

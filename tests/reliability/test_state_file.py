@@ -385,7 +385,7 @@ def test_a_snapshot_that_cannot_be_loaded_falls_back_to_the_whole_journal(
     kept.server.close_state()
 
     def another_version(data: bytes) -> object:
-        raise ValueError("made by another version")
+        raise snapshot.Stale("made by another version")
 
     monkeypatch.setattr(snapshot, "loads", another_version)
     kept.open()

@@ -1,0 +1,112 @@
+"""A served world keeps what the API can be asked about, and folds the run report's history.
+
+`sim run` reads the recorder's rows at the end (state intervals, wakes, connection
+rows) to write its report. A world served by `sim serve` is never asked for them:
+the API answers from the computes' counters (active seconds, CU-seconds, cold
+starts...) and the operations. Kept as rows they would grow with every simulated
+day, and so would memory, snapshots and restarts. So a served world folds them
+once a simulated day (a SimPy event of its own, so the original, a restored and a
+replayed world fold at the same instants and stay equal):
+
+- state intervals that have ended go: their CU-seconds and active seconds per hour
+  are in the usage ledger already (`sim.engine.usage`, fed as each interval closes);
+- wakes go (each compute counts its cold starts);
+- connection rows of sessions that have ended go (those still open stay: a cut
+  rewrites its row); kept when the compute kernel has added row blocks after them;
+- timers that can no longer do anything (a detach or archive timer of a project or
+  branch that has been active since it was set: it would find `idle_since` changed
+  and return) are taken off the event heap. The rest keep their place, so events
+  fire in the same order as they would have.
+
+Operations stay (the API lists them), and so do the computes' counters and the
+usage ledger.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sim.engine.control_plane import ControlPlane
+
+DAY_S = 86_400.0
+#: the timers a quiet project or branch sets, by the qualified name of their code
+_TIMER = "Lifecycle._after.<locals>.<lambda>"
+_QUIET = {"Lifecycle.project_went_quiet.<locals>.<lambda>": "project",
+          "Lifecycle.branch_went_quiet.<locals>.<lambda>": "branch"}
+
+
+class HistoryFold:
+    """The daily fold of one served control plane (`start` it once, when it is built)."""
+
+    def __init__(self, cp: ControlPlane, every_s: float = DAY_S):
+        self.cp = cp
+        self.every_s = every_s
+        self.folds = 0
+
+    def start(self) -> None:
+        self.cp.history_fold = self
+        self._arm()
+
+    def _arm(self) -> None:
+        env = self.cp.env
+        due = (math.floor(env.now / self.every_s) + 1) * self.every_s
+        env.timeout(due - env.now).callbacks.append(self.due)
+
+    def due(self, _event: Any) -> None:
+        self.fold()
+        self._arm()
+
+    def fold(self) -> None:
+        cp = self.cp
+        rec = cp.recorder
+        rec.intervals = type(rec.intervals)(rec.intervals.row_type)
+        rec.wakes = type(rec.wakes)(rec.wakes.row_type)
+        if not rec.connection_blocks:
+            self._fold_connections()
+        self._drop_spent_timers()
+        self.folds += 1
+
+    def _fold_connections(self) -> None:
+        cp = self.cp
+        runtimes = [c.runtime for c in cp.computes.values() if c.runtime is not None]
+        rows, now = cp.recorder.connections, cp.env.now
+        for rt in runtimes:  # a cut rewrites only the rows of sessions still open
+            rt.open_records = [i for i in rt.open_records
+                               if rows[i].arrival_s + rows[i].wait_s + rows[i].duration_s > now]
+        keep = sorted({i for rt in runtimes for i in rt.open_records})
+        at = {old: new for new, old in enumerate(keep)}
+        cp.recorder.connections = [rows[i] for i in keep]
+        for rt in runtimes:
+            rt.open_records = [at[i] for i in rt.open_records]
+
+    def _drop_spent_timers(self) -> None:
+        queue = self.cp.env._queue  # noqa: SLF001 - SimPy keeps its heap there
+        kept = [item for item in queue if not _spent(item[3])]
+        if len(kept) != len(queue):
+            heapq.heapify(kept)  # (time, priority, event id): the same order as before
+            queue[:] = kept
+
+
+def _cells(fn: Any) -> dict[str, Any]:
+    return dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ()),
+                    strict=True))
+
+
+def _spent(event: Any) -> bool:
+    """A detach or archive timer whose project or branch has been active since it was set."""
+    callbacks = event.callbacks
+    if not callbacks or len(callbacks) != 1:
+        return False
+    timer = callbacks[0]
+    if getattr(timer, "__qualname__", None) != _TIMER:
+        return False
+    fn = _cells(timer).get("fn")
+    what = _QUIET.get(getattr(fn, "__qualname__", ""))
+    if what is None:
+        return False
+    cells = _cells(fn)
+    target, since = cells.get(what), cells.get("now")
+    return target is not None and target.idle_since != since
