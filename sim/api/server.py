@@ -38,16 +38,22 @@ from sim.api.keys import ORG_ID, ApiKey, KeyRecord, KeyStore, new_secret, scenar
 from sim.api.limits import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, RateLimit, RateLimiter
 from sim.engine.clock import DEFAULT_START
 from sim.engine.config import EngineConfig
-from sim.engine.control_plane import ControlPlane
+from sim.engine.control_plane import MAX_SIMULATED_S, ControlPlane
 from sim.engine.records import ActionRecord
 from sim.rules.errors import ApiError, conflict, unavailable
 
 if TYPE_CHECKING:
+    from sim.api.kernel_advance import KernelAdvance
     from sim.engine.model import Compute
     from sim.scenario.schema import ComputeSpec, Scenario
 
 
 log = logging.getLogger("sim.api.server")
+
+
+#: the longest move of the clock made without leaving the lock: a request waits for at most
+#: one such step of an advance (docs/reliability.md)
+ADVANCE_STEP_S = 3_600.0
 
 
 class ClockMode(StrEnum):
@@ -79,11 +85,14 @@ class SimServer:
         wall: Callable[[], float] = time.monotonic,
         rate_limit: RateLimit | None = None,
         max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
+        kernel: bool | None = None,
     ):
         """A server over a fresh control plane (or a scenario's fleet, or `control_plane`).
 
         `rate_limit` None: not limited (the in-process client, dispatch); `sim serve`
-        gives one. `max_body_bytes` None: no cap on request bodies.
+        gives one. `max_body_bytes` None: no cap on request bodies. `kernel`: the
+        computes advance in the compute kernel between calls (`sim.api.kernel_advance`);
+        None: when serving a scenario's fleet.
         """
         if not speed > 0:
             raise ValueError("speed must be > 0")
@@ -102,9 +111,13 @@ class SimServer:
         self._wall = wall
         self._request_ids = itertools.count(1)
         self._wrapped = control_plane is not None
+        self.kernel = scenario is not None if kernel is None else kernel
+        self.advancing: KernelAdvance | None = None  # set by _build / restore_world
+        self._engine_scenario: Scenario | None = None  # the scenario on the engine's clock
         self.cp: ControlPlane = control_plane if control_plane is not None else self._build()
         self._wall_origin = wall() - self.cp.now / self.speed  # a scenario's after its warm-up
         self.journal: Journal | None = None  # sim serve --state (sim.api.state_file)
+        self.advance_step_s = ADVANCE_STEP_S
         self.snapshot_every: int | None = None  # journal rows between snapshots of the world
         self.replaying = False  # replaying a journal: no injected latency
         self._thread = threading.local()  # lock depth of this thread (see _section)
@@ -136,7 +149,10 @@ class SimServer:
     def _build(self) -> ControlPlane:
         scenario = self.scenario
         if scenario is None:
-            return ControlPlane(self.config, seed=self.seed, start=DEFAULT_START)
+            cp = ControlPlane(self.config, seed=self.seed, start=DEFAULT_START)
+            self._engine_scenario = None
+            self._kernel_for(cp)
+            return cp
         from sim.scenario.runner import (
             Fleet,
             ScenarioRunError,
@@ -149,7 +165,9 @@ class SimServer:
 
         # the fleet already exists: made a warm-up before the scenario's start, served from it
         warm_up = scenario.warm_up_s
-        cp = ControlPlane(replace(scenario.engine_config(), count_from_s=warm_up), seed=self.seed,
+        # events recorded: the API lists every operation, also those the kernel made
+        config = replace(scenario.engine_config(), count_from_s=warm_up, record_events=True)
+        cp = ControlPlane(config, seed=self.seed,
                           start=scenario.start - timedelta(seconds=warm_up),
                           region_id=scenario.region_id,
                           plan=scenario.plan_of(scenario.projects[0]))
@@ -173,8 +191,26 @@ class SimServer:
                               for o in faults.outages])
         self.keys.discard_project_keys()
         scenario_keys(self.keys, scenario.keys, fleet.projects)
-        cp.run_until(warm_up)
+        self._engine_scenario = scenario
+        self._kernel_for(cp)
+        self._run_until(cp, warm_up)
         return cp
+
+    def _kernel_for(self, cp: ControlPlane) -> None:
+        """The kernel's side of the world `cp` (none with the kernel off)."""
+        from sim.api.kernel_advance import KernelAdvance
+
+        self.advancing = KernelAdvance(cp, self._engine_scenario) if self.kernel else None
+
+    def _run_until(self, cp: ControlPlane, t: float) -> None:
+        if self.advancing is not None and self.advancing.cp is cp:
+            self.advancing.run_until(t)
+        else:
+            cp.run_until(t)
+
+    def run_until(self, t: float) -> None:
+        """Move the world's clock to `t` (under the lock), through the kernel when it is on."""
+        self._run_until(self.cp, t)
 
     def reset(self) -> None:
         """A fresh control plane: same seed, scenario and keys; the clock back at 0."""
@@ -260,6 +296,7 @@ class SimServer:
     def restore_world(self, state: tuple[object, ...]) -> None:
         cp, faults, actions = state
         self.cp, self.faults, self.actions = cp, faults, actions  # type: ignore[assignment]
+        self._kernel_for(self.cp)  # a snapshot holds a plain engine world: nothing of it
 
     def _periodic_snapshot(self, journal: Journal) -> None:
         """A snapshot on the way out of a lock section. If the world cannot be pickled
@@ -293,7 +330,7 @@ class SimServer:
     def sync(self) -> None:
         """Realtime mode: run the world up to speed x wall seconds since the start."""
         if self.mode is ClockMode.REALTIME:
-            self.cp.run_until(self.speed * (self._wall() - self._wall_origin))
+            self.run_until(self.speed * (self._wall() - self._wall_origin))
 
     def limit_clock(self) -> float:
         """The clock rate limits are measured on: simulated seconds in realtime mode
@@ -307,12 +344,23 @@ class SimServer:
         return limit_seconds / self.speed if self.mode is ClockMode.REALTIME else limit_seconds
 
     def advance(self, seconds: float) -> None:
+        """Run the world `seconds` forward in steps of at most `ADVANCE_STEP_S`, leaving the
+        lock between them so that requests get in (each sees the world at a step's end);
+        each step is journaled as an advance of its own."""
         if self.mode is ClockMode.REALTIME:
             raise conflict("seconds", "the server runs a realtime clock; time moves by itself "
                                       "(start it with --clock manual to advance it by hand)")
         with self._section():
-            self.cp.advance(seconds)
-            self._journal(Entry("advance", self.cp.now))
+            if not (isinstance(seconds, (int, float)) and seconds >= 0) \
+                    or self.cp.now + seconds > MAX_SIMULATED_S:
+                self.cp.advance(seconds)  # refuses it, naming the field, before any move
+            target = self.cp.now + seconds
+        while True:
+            with self._section():
+                if self.cp.now >= target:
+                    return
+                self.run_until(min(target, self.cp.now + self.advance_step_s))
+                self._journal(Entry("advance", self.cp.now))
 
     @contextmanager
     def world(self, *, api: bool = True) -> Iterator[ControlPlane]:
