@@ -53,7 +53,7 @@ log = logging.getLogger("sim.api.server")
 
 #: the longest move of the clock made without leaving the lock: a request waits for at most
 #: one such step of an advance (docs/reliability.md)
-ADVANCE_STEP_S = 3_600.0
+ADVANCE_STEP_S = 86_400.0
 
 
 class ClockMode(StrEnum):
