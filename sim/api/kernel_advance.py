@@ -39,8 +39,16 @@ import numpy as np
 from sim.engine import physics as k
 from sim.engine.control_plane import ControlPlane
 from sim.engine.physics_run import Tie, settled
-from sim.scenario.fleetpath_run import HandBack, Workloads, segment_to_call
-from sim.scenario.handover import POLL_MAX_S, POLL_S, Taken, give_segment, idle_timers, take
+from sim.scenario.fleetpath_run import HandBack, Workloads, checks_of, segment_to_call
+from sim.scenario.handover import (
+    POLL_MAX_S,
+    POLL_S,
+    Taken,
+    give_segment,
+    idle_timers,
+    next_tick,
+    take,
+)
 from sim.scenario.schema import ComputeSpec, Scenario
 
 #: how far before the end of a step a project busy at the end is handed back, tried in
@@ -126,6 +134,8 @@ class KernelAdvance:
         """Hand the project to the kernel now and run it to where the engine takes it back;
         False when it has not settled (the engine keeps it for now)."""
         cp = self.cp
+        if _timer_meets_check(cp, project_id):
+            return False
         taken = take(cp, project_id)
         if taken is None:
             return False
@@ -151,8 +161,8 @@ class KernelAdvance:
         states = [rng.bit_generator.state for rng in rngs]
         try:
             advanced, replayed = segment_to_call(cp, project, self.workloads, taken, until)
-            if all(settled(adv) for adv in advanced) and not np.any(
-                    replayed.ops.done_at >= until):
+            if all(settled(adv) and not _fires_at_tick(cp, adv) for adv in advanced) \
+                    and not np.any(replayed.ops.done_at >= until):
                 return advanced, replayed
         except (HandBack, Tie):
             pass
@@ -170,6 +180,30 @@ class KernelAdvance:
         give_segment(cp, project, h.advanced, h.replayed, timers, as_rows=False)
         for adv in h.advanced:
             _endpoint_fields(cp, adv)
+
+
+def _fires_at_tick(cp: ControlPlane, adv: Any) -> bool:
+    """Whether the compute's timer is due at its branch's next availability check: the
+    engine orders the two by when each was scheduled, which a hand-over would change
+    (the timer and the check made anew, in that order), so neither side takes it then."""
+    f = adv.out["f"]
+    return bool(f[k.ARMED_AT] < math.inf and f[k.FIRE_T] == f[k.TICK_T]
+                and checks_of(cp, adv.compute) is not None)
+
+
+def _timer_meets_check(cp: ControlPlane, project_id: str) -> bool:
+    """`_fires_at_tick` for the engine's side, before a hand-over."""
+    project = cp.projects[project_id]
+    for b in project.branches:
+        for cid in cp.branches[b].computes:
+            c = cp.computes[cid]
+            rt = c.runtime
+            if rt is None or c.disabled or rt.armed_at == math.inf:
+                continue
+            tick = next_tick(cp, c)
+            if tick is not None and tick[0] == max(rt.armed_at, cp.now):
+                return True
+    return False
 
 
 def _endpoint_fields(cp: ControlPlane, adv: Any) -> None:
