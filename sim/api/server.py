@@ -86,13 +86,15 @@ class SimServer:
         rate_limit: RateLimit | None = None,
         max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
         kernel: bool | None = None,
+        advance_step_s: float = ADVANCE_STEP_S,
     ):
         """A server over a fresh control plane (or a scenario's fleet, or `control_plane`).
 
         `rate_limit` None: not limited (the in-process client, dispatch); `sim serve`
         gives one. `max_body_bytes` None: no cap on request bodies. `kernel`: the
         computes advance in the compute kernel between calls (`sim.api.kernel_advance`);
-        None: when serving a scenario's fleet.
+        None: when serving a scenario's fleet. `advance_step_s`: the longest move of
+        the clock between two looks at the waiting requests (`advance`).
         """
         if not speed > 0:
             raise ValueError("speed must be > 0")
@@ -117,7 +119,7 @@ class SimServer:
         self.cp: ControlPlane = control_plane if control_plane is not None else self._build()
         self._wall_origin = wall() - self.cp.now / self.speed  # a scenario's after its warm-up
         self.journal: Journal | None = None  # sim serve --state (sim.api.state_file)
-        self.advance_step_s = ADVANCE_STEP_S
+        self.advance_step_s = float(advance_step_s)
         self.snapshot_every: int | None = None  # journal rows between snapshots of the world
         self.replaying = False  # replaying a journal: no injected latency
         self._thread = threading.local()  # lock depth of this thread (see _section)
