@@ -361,6 +361,12 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
     clock = "manual (POST /_sim/advance)" if args.clock == "manual" else f"realtime x{args.speed:g}"
     print(f"sim serve: {base}/api/v2/  (clock: {clock}, seed {server.seed})")
     print(f"limits: {rate_limit or 'no rate limit'}; bodies up to {args.max_body_bytes} bytes")
+    if args.clock == "realtime":
+        from sim.api.realtime_check import realtime_warning
+
+        warning = realtime_warning(server)
+        if warning is not None:
+            print(warning)
     if restored is not None:
         if restored.created:
             what = "new state file"

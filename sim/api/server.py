@@ -116,6 +116,7 @@ class SimServer:
         self.kernel = scenario is not None if kernel is None else kernel
         self.advancing: KernelAdvance | None = None  # set by _build / restore_world
         self._engine_scenario: Scenario | None = None  # the scenario on the engine's clock
+        self.warm_up_timed = (0.0, 0.0)
         self.cp: ControlPlane = control_plane if control_plane is not None else self._build()
         self._wall_origin = wall() - self.cp.now / self.speed  # a scenario's after its warm-up
         self.journal: Journal | None = None  # sim serve --state (sim.api.state_file)
@@ -195,7 +196,10 @@ class SimServer:
         scenario_keys(self.keys, scenario.keys, fleet.projects)
         self._engine_scenario = scenario
         self._kernel_for(cp)
+        started = time.perf_counter()
         self._run_until(cp, warm_up)
+        #: (wall s, simulated s) of the warm-up: what a step of the fleet costs here
+        self.warm_up_timed = (time.perf_counter() - started, warm_up)
         return cp
 
     def _kernel_for(self, cp: ControlPlane) -> None:
