@@ -38,6 +38,7 @@ import numpy as np
 
 from sim.engine import physics as k
 from sim.engine.control_plane import ControlPlane
+from sim.engine.lifecycle import AvailabilityRound
 from sim.engine.physics_run import Tie, settled
 from sim.scenario.fleetpath_run import HandBack, Workloads, checks_of, segment_to_call
 from sim.scenario.handover import (
@@ -79,6 +80,8 @@ class KernelAdvance:
                                                                     scenario.releases}) \
             if scenario is not None else []
         #: what the steps did: projects handed over, taken back early, looks at busy ones
+        self._rounds: dict[str, tuple[float, int, int]] = {}
+        self._rounds_at = -math.inf
         self.counts = {"steps": 0, "handed": 0, "early": 0, "at_hand_over": 0, "looks": 0}
 
     # -- the clock ----------------------------------------------------------------------------
@@ -136,6 +139,7 @@ class KernelAdvance:
         cp = self.cp
         if _timer_meets_check(cp, project_id):
             return False
+        self._rank_checks_as_queued(project_id)
         taken = take(cp, project_id)
         if taken is None:
             return False
@@ -150,6 +154,48 @@ class KernelAdvance:
                 return True
         raise RuntimeError(f"project {project_id}: the kernel cannot give it back even at "
                            f"its hand-over instant {at}")
+
+    def _rank_checks_as_queued(self, project_id: str) -> None:
+        """The kernel orders the availability checks of a project's branches due at one
+        instant by the ranks their loops began in; the engine by when each round was
+        scheduled, which differs once a loop began (a branch made by a call) at an instant
+        where others were due too, or was resumed after a hand-over. Before a hand-over,
+        the ranks of the branches whose checks fall together are put in the engine's order
+        (a permutation of their own ranks: nothing else reads them)."""
+        cp = self.cp
+        project = cp.projects[project_id]
+        ticks: dict[float, list[str]] = {}
+        for b in project.branches:
+            for cid in cp.branches[b].computes[:1]:
+                tick = next_tick(cp, cp.computes[cid])
+                if tick is not None:
+                    ticks.setdefault(tick[0], []).append(b)
+        together = [bs for bs in ticks.values() if len(bs) > 1]
+        if not together:
+            return
+        queued = self._queued_rounds()
+        ranks = cp.check_ranks
+        for branches in together:
+            known = [b for b in branches if b in queued and b in ranks]
+            in_queue = sorted(known, key=queued.__getitem__)
+            by_rank = sorted(known, key=ranks.__getitem__)
+            if in_queue != by_rank:
+                values = sorted(ranks[b] for b in known)
+                ranks.update(zip(in_queue, values, strict=True))
+
+    def _queued_rounds(self) -> dict[str, tuple[float, int, int]]:
+        """Branch id -> (instant, priority, order) of its next availability round in the
+        engine's queue: one look at the queue per instant."""
+        cp = self.cp
+        if self._rounds_at != cp.now:
+            rounds = {}
+            for t, prio, eid, event in cp.env._queue:  # type: ignore[attr-defined]
+                for callback in event.callbacks or ():
+                    owner = getattr(callback, "__self__", None)
+                    if isinstance(owner, AvailabilityRound):
+                        rounds[owner.branch.id] = (t, prio, eid)
+            self._rounds, self._rounds_at = rounds, cp.now
+        return self._rounds
 
     def _run_to(self, taken: Taken, until: float) -> tuple[list[Any], Any] | None:
         """The project's kernel run from its hand-over to `until`, if the engine can take it
@@ -177,8 +223,12 @@ class KernelAdvance:
         project = cp.projects[h.taken.project_id]
         timers = idle_timers(cp, project, h.replayed.idle_since, h.taken.at)
         # requests may read any operation: the kernel's are made objects, not rows
-        give_segment(cp, project, h.advanced, h.replayed, timers, as_rows=False)
-        for adv in h.advanced:
+        # in the order of their branches' check ranks: the engine's rounds (made anew for
+        # the checks the kernel took) are then queued in the order the kernel ran them
+        advanced = sorted(h.advanced, key=lambda adv: cp.check_ranks.get(adv.compute.branch_id,
+                                                                          0))
+        give_segment(cp, project, advanced, h.replayed, timers, as_rows=False)
+        for adv in advanced:
             _endpoint_fields(cp, adv)
 
 

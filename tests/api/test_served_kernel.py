@@ -4,7 +4,7 @@
 project to the engine at every instant the clock stops (sim.api.kernel_advance).
 Two worlds of one scenario, the kernel on and off, get the same seeded random
 sequence of calls (clock moves of odd lengths, reads, edits, restarts, client
-connections, new branches and endpoints) and must answer each one identically;
+connections, new branches and endpoints, a new operation failure rate) and must answer each one identically;
 and where the clock stops must not matter: a whole run in one advance, in
 hourly advances, and `sim run` of the same scenario give the same figures.
 """
@@ -112,7 +112,7 @@ def random_call(rng: random.Random, api: SimClient) -> tuple[str, str, dict | No
     endpoints = api.get(f"projects/{pid}/endpoints").json()["endpoints"]
     kind = rng.choice(["advance"] * 5 + ["list", "project", "endpoints",
                        "operations", "branches", "patch", "restart", "suspend", "start",
-                       "connect", "branch", "endpoint"])
+                       "connect", "branch", "endpoint", "faults"])
     if kind == "advance":
         return "SIM", "advance", {"seconds": round(rng.uniform(0.5, 9_000.0), 3)}
     if kind == "list":
@@ -125,6 +125,8 @@ def random_call(rng: random.Random, api: SimClient) -> tuple[str, str, dict | No
         return "GET", f"projects/{pid}/operations?limit={rng.choice([5, 50, 400])}", None
     if kind == "branches":
         return "GET", f"projects/{pid}/branches", None
+    if kind == "faults":  # the kernel runs with the failure rate of the moment
+        return "SIM", "faults", {"operation_failure_rate": rng.choice([0.0, 0.02, 0.3])}
     if kind == "branch":
         return "POST", f"projects/{pid}/branches", {"endpoints": [{"type": "read_write"}]}
     if not endpoints:
