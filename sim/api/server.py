@@ -106,6 +106,8 @@ class SimServer:
         self.scenario = scenario
         self.config = config
         self.lock = threading.RLock()
+        self._turns = threading.Condition()  # who waits for the lock (_let_waiting_in)
+        self._queued = self._entered = 0
         self.keys = KeyStore()
         self.keys.now = self._now_iso
         self.faults = Faults()
@@ -367,6 +369,15 @@ class SimServer:
                     return
                 self.run_until(min(target, self.cp.now + self.advance_step_s))
                 self._journal(Entry("advance", self.cp.now))
+            self._let_waiting_in()
+
+    def _let_waiting_in(self, most_s: float = 1.0) -> None:
+        """Between two steps of an advance: let the requests waiting for the lock now take
+        it first (a lock is not fair: the advancing thread would take it again at once), for
+        at most `most_s` wall seconds."""
+        with self._turns:
+            due = self._entered + self._queued  # those waiting now (this thread is not)
+            self._turns.wait_for(lambda: self._entered >= due, timeout=most_s)
 
     @contextmanager
     def world(self, *, api: bool = True) -> Iterator[ControlPlane]:
@@ -401,8 +412,14 @@ class SimServer:
         local = self._thread
         depth = getattr(local, "depth", 0)
         seen = None
+        with self._turns:
+            self._queued += 1  # a request waiting for the lock (see _let_waiting_in)
         try:
             with self.lock:
+                with self._turns:
+                    self._queued -= 1
+                    self._entered += 1
+                    self._turns.notify_all()
                 if self.journal is not None and self.journal.failed:
                     raise unavailable("the state file cannot be written; restart the server")
                 local.depth = depth + 1
