@@ -79,9 +79,9 @@ class KernelAdvance:
         self.instants = sorted({a.at for a in scenario.actions} | {r.at for r in
                                                                     scenario.releases}) \
             if scenario is not None else []
-        #: what the steps did: projects handed over, taken back early, looks at busy ones
-        self._rounds: dict[str, tuple[float, int, int]] = {}
+        self._rounds: dict[str, tuple[float, int, int]] = {}  # see _queued_rounds
         self._rounds_at = -math.inf
+        #: what the steps did: projects handed over, taken back early, looks at busy ones
         self.counts = {"steps": 0, "handed": 0, "early": 0, "at_hand_over": 0, "looks": 0}
 
     # -- the clock ----------------------------------------------------------------------------
@@ -166,10 +166,11 @@ class KernelAdvance:
         project = cp.projects[project_id]
         ticks: dict[float, list[str]] = {}
         for b in project.branches:
-            for cid in cp.branches[b].computes[:1]:
-                tick = next_tick(cp, cp.computes[cid])
+            for cid in cp.branches[b].computes:
+                tick = next_tick(cp, cp.computes[cid])  # the checked compute's only
                 if tick is not None:
                     ticks.setdefault(tick[0], []).append(b)
+                    break
         together = [bs for bs in ticks.values() if len(bs) > 1]
         if not together:
             return
@@ -228,6 +229,7 @@ class KernelAdvance:
         advanced = sorted(h.advanced, key=lambda adv: cp.check_ranks.get(adv.compute.branch_id,
                                                                           0))
         give_segment(cp, project, advanced, h.replayed, timers, as_rows=False)
+        self._rounds_at = -math.inf  # its rounds are queued anew
         for adv in advanced:
             _endpoint_fields(cp, adv)
 
