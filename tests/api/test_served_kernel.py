@@ -4,7 +4,8 @@
 project to the engine at every instant the clock stops (sim.api.kernel_advance).
 Two worlds of one scenario, the kernel on and off, get the same seeded random
 sequence of calls (clock moves of odd lengths, reads, edits, restarts, client
-connections, new branches and endpoints, a new operation failure rate) and must answer each one identically;
+connections, new branches and endpoints, deleted endpoints, a new operation failure
+rate) and must answer each one identically;
 and where the clock stops must not matter: a whole run in one advance, in
 hourly advances, and `sim run` of the same scenario give the same figures.
 """
@@ -112,7 +113,7 @@ def random_call(rng: random.Random, api: SimClient) -> tuple[str, str, dict | No
     endpoints = api.get(f"projects/{pid}/endpoints").json()["endpoints"]
     kind = rng.choice(["advance"] * 5 + ["list", "project", "endpoints",
                        "operations", "branches", "patch", "restart", "suspend", "start",
-                       "connect", "branch", "endpoint", "faults"])
+                       "connect", "branch", "endpoint", "faults", "delete"])
     if kind == "advance":
         return "SIM", "advance", {"seconds": round(rng.uniform(0.5, 9_000.0), 3)}
     if kind == "list":
@@ -137,6 +138,8 @@ def random_call(rng: random.Random, api: SimClient) -> tuple[str, str, dict | No
             "endpoint": {"suspend_timeout_seconds": rng.choice([60, 300, 3600])}}
     if kind in ("restart", "suspend", "start"):
         return "POST", f"projects/{pid}/endpoints/{ep}/{kind}", None
+    if kind == "delete":
+        return "DELETE", f"projects/{pid}/endpoints/{ep}", None
     if kind == "endpoint":
         branch = rng.choice(endpoints)["branch_id"]
         return "POST", f"projects/{pid}/endpoints", {
