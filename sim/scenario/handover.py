@@ -15,6 +15,7 @@ stands and the kernel carries on, exactly as the engine would have.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -88,10 +89,19 @@ def next_tick(cp: ControlPlane, c: Compute) -> tuple[float, float] | None:
     if checks is None:
         return None
     start, every = checks
-    before, t = start, start + every
-    while t < cp.now:  # a check due at this very instant is not yet taken: not handed over
-        before, t = t, t + every
-    return t, before
+    now = cp.now
+    # a check due at this very instant is not yet taken: not handed over
+    ticks = _TICKS.setdefault(checks, [start, start + every])
+    while ticks[-1] < now:
+        ticks.append(ticks[-1] + every)
+    i = bisect_left(ticks, now, lo=1)
+    return ticks[i], ticks[i - 1]
+
+
+#: (loop start, period) -> the instants of such a loop so far, each the one before plus the
+#: period (as the engine's loop adds it): a pure function, kept as a served world's
+#: hand-overs ask for the next tick of every branch at every step
+_TICKS: dict[tuple[float, float], list[float]] = {}
 
 
 def _settled(cp: ControlPlane, project_id: str) -> list[tuple[Compute, Any]] | None:
