@@ -3,7 +3,8 @@
 `sim run` hands a project named by scripted calls to the SimPy engine around
 each call and to the kernel between them (`sim.scenario.handover`). A served
 world does the same at every instant the clock stops, since any request may
-touch any project then: a move of the clock from t0 to t1 is one *step*:
+touch any project then: a move of the clock from t0 to t1 is one *step* (cut at a
+release, and at a scripted call that names no project of the scenario):
 
 1. at t0, once the engine has done everything due then (the calls at t0
    came before), each project that has settled (nothing underway, nobody
@@ -15,6 +16,9 @@ touch any project then: a move of the clock from t0 to t1 is one *step*:
    earlier instant where it has settled, and the engine takes it back then
    and runs it to t1 itself; in the worst case the engine takes it back at
    the hand-over's own instant;
+   A scripted call inside the step that names the project is an end of its own for
+   that project (the engine holds it at the call, as in `sim run`); a project given
+   back before t1 is handed to the kernel again once it has settled;
 3. at t1 the engine holds every project again, exactly as the engine alone
    would: a request, a snapshot of the world or the journal sees a plain
    engine world.
@@ -45,6 +49,7 @@ from sim.scenario.handover import (
     POLL_MAX_S,
     POLL_S,
     Taken,
+    action_keys,
     give_segment,
     idle_timers,
     next_tick,
@@ -76,9 +81,18 @@ class KernelAdvance:
         self.cp = cp
         self.workloads = Workloads(scenario, _specs(cp, scenario)) if scenario is not None \
             else _NoWorkloads()
-        self.instants = sorted({a.at for a in scenario.actions} | {r.at for r in
-                                                                    scenario.releases}) \
+        # a release changes what every start picks up, and a scripted call that names no
+        # project of the scenario may touch any: the engine holds every project then; a
+        # call that names some needs those alone (`_calls`)
+        self.instants = sorted({r.at for r in scenario.releases}
+                               | {a.at for a in scenario.actions if not action_keys(a)}) \
             if scenario is not None else []
+        self._calls: dict[str, list[float]] = {}  # instance key -> its calls' instants
+        for action in scenario.actions if scenario is not None else ():
+            for key in action_keys(action):
+                self._calls.setdefault(key, []).append(action.at)
+        for instants in self._calls.values():
+            instants.sort()
         self._rounds: dict[str, tuple[float, int, int]] = {}  # see _queued_rounds
         self._rounds_at = -math.inf
         #: what the steps did: projects handed over, taken back early, looks at busy ones
@@ -119,6 +133,9 @@ class KernelAdvance:
             for project_id, h in list(held.items()):
                 if h.back_at <= cp.now:
                     self._give(held.pop(project_id))
+                    # given back early (busy at the end, or a scripted call names it): the
+                    # kernel takes it again once it has settled, after what is due now
+                    looks[project_id] = (cp.now + POLL_S, 2 * POLL_S)
             looking = [pid for pid, (at, _) in looks.items() if at <= cp.now]
             if looking:
                 _finish_instant(cp)  # as at t0: the engine's business at this instant first
@@ -145,6 +162,7 @@ class KernelAdvance:
             return False
         self.counts["handed"] += 1
         at = taken.at
+        t1 = min(t1, self._next_call(cp.projects[project_id].key, at))
         for back_at in [t1, *(t1 - d for d in EARLIER_S if t1 - d > at), at]:
             run = self._run_to(taken, back_at)
             if run is not None:
@@ -154,6 +172,13 @@ class KernelAdvance:
                 return True
         raise RuntimeError(f"project {project_id}: the kernel cannot give it back even at "
                            f"its hand-over instant {at}")
+
+    def _next_call(self, key: str, after: float) -> float:
+        """The instant of the next scripted call naming the project (inf: none)."""
+        for at in self._calls.get(key, ()):
+            if at > after:
+                return at
+        return math.inf
 
     def _rank_checks_as_queued(self, project_id: str) -> None:
         """The kernel orders the availability checks of a project's branches due at one
