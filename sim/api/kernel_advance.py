@@ -14,18 +14,17 @@ release, and at a scripted call that names no project of the scenario):
    there, the engine takes it back at t1, before anything due at t1. Busy
    there (a start underway, clients waiting), it is run again up to an
    earlier instant where it has settled, and the engine takes it back then
-   and runs it to t1 itself; in the worst case the engine takes it back at
-   the hand-over's own instant;
-   A scripted call inside the step that names the project is an end of its own for
-   that project (the engine holds it at the call, as in `sim run`); a project given
-   back before t1 is handed to the kernel again once it has settled;
+   (in the worst case at the hand-over's own instant). A scripted call inside
+   the step that names the project is an end of its own for that project (the
+   engine holds it at the call, as in `sim run`). A project given back before
+   t1 is handed to the kernel again once it has settled;
 3. at t1 the engine holds every project again, exactly as the engine alone
    would: a request, a snapshot of the world or the journal sees a plain
    engine world.
 
 The kernel's runs draw the engine's random numbers in the engine's order, so
-where the clock stops changes nothing: a month in one step and in 720 steps of
-an hour give the same world (tests/api/test_served_kernel.py).
+where the clock stops changes nothing: a run in one advance and in hourly
+advances give the same world (tests/api/test_served_kernel.py).
 
 Nothing of this module is left in the engine's event queue at the end of a step
 (its looks are the step's own pauses, not SimPy events), so a snapshot never
