@@ -352,7 +352,7 @@ class SimServer:
         return limit_seconds / self.speed if self.mode is ClockMode.REALTIME else limit_seconds
 
     def advance(self, seconds: float) -> None:
-        """Run the world `seconds` forward in steps of at most `ADVANCE_STEP_S`, leaving the
+        """Run the world `seconds` forward in steps of at most `advance_step_s`, leaving the
         lock between them so that requests get in (each sees the world at a step's end);
         each step is journaled as an advance of its own."""
         if self.mode is ClockMode.REALTIME:
