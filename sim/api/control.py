@@ -78,8 +78,8 @@ def get_clock(server: Server, key: Key):
 def advance(body: AdvanceRequest, server: Server, key: Key):
     """Manual clock only: run the world `seconds` forward (409 with a realtime clock)."""
     world_wide(key, "advancing the clock")
+    server.advance(body.seconds)  # in steps, leaving the lock between them
     with server.world(api=False) as cp:
-        server.advance(body.seconds)
         return clock_view(server, cp)
 
 

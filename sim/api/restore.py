@@ -184,7 +184,7 @@ def replay(journal: Journal, server: SimServer, after: int = 0) -> tuple[int, in
             if server.cp.now > row["t"]:
                 raise StateError(f"{journal.path}: entry {row['seq']} is at {row['t']} s but "
                                  f"the replayed world is already at {server.cp.now} s")
-            server.cp.run_until(row["t"])
+            server.run_until(row["t"])
 
     async def run() -> None:
         nonlocal requests

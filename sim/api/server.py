@@ -46,17 +46,23 @@ from sim.api.keys import (
 from sim.api.limits import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, RateLimit, RateLimiter
 from sim.engine.clock import DEFAULT_START
 from sim.engine.config import EngineConfig
-from sim.engine.control_plane import ControlPlane
+from sim.engine.control_plane import MAX_SIMULATED_S, ControlPlane
 from sim.engine.history_fold import HistoryFold
 from sim.engine.records import ActionRecord
 from sim.rules.errors import ApiError, conflict, not_found, unavailable
 
 if TYPE_CHECKING:
+    from sim.api.kernel_advance import KernelAdvance
     from sim.engine.model import Compute
     from sim.scenario.schema import ComputeSpec, Scenario
 
 
 log = logging.getLogger("sim.api.server")
+
+
+#: the longest move of the clock made without leaving the lock: a request waits for at most
+#: one such step of an advance (docs/reliability.md)
+ADVANCE_STEP_S = 86_400.0
 
 
 class ClockMode(StrEnum):
@@ -88,11 +94,16 @@ class SimServer:
         wall: Callable[[], float] = time.monotonic,
         rate_limit: RateLimit | None = None,
         max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
+        kernel: bool | None = None,
+        advance_step_s: float = ADVANCE_STEP_S,
     ):
         """A server over a fresh control plane (or a scenario's fleet, or `control_plane`).
 
         `rate_limit` None: not limited (the in-process client, dispatch); `sim serve`
-        gives one. `max_body_bytes` None: no cap on request bodies.
+        gives one. `max_body_bytes` None: no cap on request bodies. `kernel`: the
+        computes advance in the compute kernel between calls (`sim.api.kernel_advance`);
+        None: when serving a scenario's fleet. `advance_step_s`: the longest move of
+        the clock between two looks at the waiting requests (`advance`).
         """
         if not speed > 0:
             raise ValueError("speed must be > 0")
@@ -104,6 +115,8 @@ class SimServer:
         self.scenario = scenario
         self.config = config
         self.lock = threading.RLock()
+        self._turns = threading.Condition()  # who waits for the lock (_let_waiting_in)
+        self._queued = self._entered = 0
         self.keys = KeyStore()
         self.keys.now = self._now_iso
         self.faults = Faults()
@@ -111,9 +124,14 @@ class SimServer:
         self._wall = wall
         self._request_ids = itertools.count(1)
         self._wrapped = control_plane is not None
+        self.kernel = scenario is not None if kernel is None else kernel
+        self.advancing: KernelAdvance | None = None  # set by _build / restore_world
+        self._engine_scenario: Scenario | None = None  # the scenario on the engine's clock
+        self.warm_up_timed = (0.0, 0.0)
         self.cp: ControlPlane = control_plane if control_plane is not None else self._served()
         self._wall_origin = wall() - self.cp.now / self.speed  # a scenario's after its warm-up
         self.journal: Journal | None = None  # sim serve --state (sim.api.state_file)
+        self.advance_step_s = float(advance_step_s)
         self.snapshot_every: int | None = None  # journal rows between snapshots of the world
         self.replaying = False  # replaying a journal: no injected latency
         self._thread = threading.local()  # lock depth of this thread (see _section)
@@ -152,9 +170,11 @@ class SimServer:
     def _build(self) -> ControlPlane:
         scenario = self.scenario
         if scenario is None:
-            fresh = ControlPlane(self.config, seed=self.seed, start=DEFAULT_START)
-            fresh.keep_usage()  # a served world answers its consumption history
-            return fresh
+            cp = ControlPlane(self.config, seed=self.seed, start=DEFAULT_START)
+            cp.keep_usage()  # a served world answers its consumption history
+            self._engine_scenario = None
+            self._kernel_for(cp)
+            return cp
         from sim.scenario.runner import (
             Fleet,
             ScenarioRunError,
@@ -167,7 +187,9 @@ class SimServer:
 
         # the fleet already exists: made a warm-up before the scenario's start, served from it
         warm_up = scenario.warm_up_s
-        cp = ControlPlane(replace(scenario.engine_config(), count_from_s=warm_up), seed=self.seed,
+        # events recorded: the API lists every operation, also those the kernel made
+        config = replace(scenario.engine_config(), count_from_s=warm_up, record_events=True)
+        cp = ControlPlane(config, seed=self.seed,
                           start=scenario.start - timedelta(seconds=warm_up),
                           region_id=scenario.region_id,
                           plan=scenario.plan_of(scenario.projects[0]))
@@ -192,8 +214,29 @@ class SimServer:
                               for o in faults.outages])
         self.keys.discard_project_keys()
         scenario_keys(self.keys, scenario.keys, fleet.projects)
-        cp.run_until(warm_up)
+        self._engine_scenario = scenario
+        self._kernel_for(cp)
+        started = time.perf_counter()
+        self._run_until(cp, warm_up)
+        #: (wall s, simulated s) of the warm-up: what a step of the fleet costs here
+        self.warm_up_timed = (time.perf_counter() - started, warm_up)
         return cp
+
+    def _kernel_for(self, cp: ControlPlane) -> None:
+        """The kernel's side of the world `cp` (none with the kernel off)."""
+        from sim.api.kernel_advance import KernelAdvance
+
+        self.advancing = KernelAdvance(cp, self._engine_scenario) if self.kernel else None
+
+    def _run_until(self, cp: ControlPlane, t: float) -> None:
+        if self.advancing is not None and self.advancing.cp is cp:
+            self.advancing.run_until(t)
+        else:
+            cp.run_until(t)
+
+    def run_until(self, t: float) -> None:
+        """Move the world's clock to `t` (under the lock), through the kernel when it is on."""
+        self._run_until(self.cp, t)
 
     def reset(self) -> None:
         """A fresh control plane: same seed, scenario and keys; the clock back at 0."""
@@ -304,6 +347,7 @@ class SimServer:
     def restore_world(self, state: tuple[object, ...]) -> None:
         cp, faults, actions = state
         self.cp, self.faults, self.actions = cp, faults, actions  # type: ignore[assignment]
+        self._kernel_for(self.cp)  # a snapshot holds a plain engine world: nothing of it
 
     def _periodic_snapshot(self, journal: Journal) -> None:
         """A snapshot on the way out of a lock section, encoded by a forked copy of the
@@ -339,7 +383,7 @@ class SimServer:
     def sync(self) -> None:
         """Realtime mode: run the world up to speed x wall seconds since the start."""
         if self.mode is ClockMode.REALTIME:
-            self.cp.run_until(self.speed * (self._wall() - self._wall_origin))
+            self.run_until(self.speed * (self._wall() - self._wall_origin))
 
     def limit_clock(self) -> float:
         """The clock rate limits are measured on: simulated seconds in realtime mode
@@ -353,12 +397,32 @@ class SimServer:
         return limit_seconds / self.speed if self.mode is ClockMode.REALTIME else limit_seconds
 
     def advance(self, seconds: float) -> None:
+        """Run the world `seconds` forward in steps of at most `advance_step_s`, leaving the
+        lock between them so that requests get in (each sees the world at a step's end);
+        each step is journaled as an advance of its own."""
         if self.mode is ClockMode.REALTIME:
             raise conflict("seconds", "the server runs a realtime clock; time moves by itself "
                                       "(start it with --clock manual to advance it by hand)")
         with self._section():
-            self.cp.advance(seconds)
-            self._journal(Entry("advance", self.cp.now))
+            if not (isinstance(seconds, (int, float)) and seconds >= 0) \
+                    or self.cp.now + seconds > MAX_SIMULATED_S:
+                self.cp.advance(seconds)  # refuses it, naming the field, before any move
+            target = self.cp.now + seconds
+        while True:
+            with self._section():
+                if self.cp.now >= target:
+                    return
+                self.run_until(min(target, self.cp.now + self.advance_step_s))
+                self._journal(Entry("advance", self.cp.now))
+            self._let_waiting_in()
+
+    def _let_waiting_in(self, most_s: float = 1.0) -> None:
+        """Between two steps of an advance: let the requests waiting for the lock now take
+        it first (a lock is not fair: the advancing thread would take it again at once), for
+        at most `most_s` wall seconds."""
+        with self._turns:
+            due = self._entered + self._queued  # those waiting now (this thread is not)
+            self._turns.wait_for(lambda: self._entered >= due, timeout=most_s)
 
     @contextmanager
     def world(self, *, api: bool = True) -> Iterator[ControlPlane]:
@@ -393,8 +457,14 @@ class SimServer:
         local = self._thread
         depth = getattr(local, "depth", 0)
         seen = None
+        with self._turns:
+            self._queued += 1  # a request waiting for the lock (see _let_waiting_in)
         try:
             with self.lock:
+                with self._turns:
+                    self._queued -= 1
+                    self._entered += 1
+                    self._turns.notify_all()
                 if self.journal is not None and self.journal.failed:
                     raise unavailable("the state file cannot be written; restart the server")
                 local.depth = depth + 1

@@ -271,6 +271,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _fail("--header-timeout must be > 0")
     if args.snapshot_every is not None and args.snapshot_every < 1:
         return _fail("--snapshot-every must be >= 1")
+    if not args.advance_step > 0:
+        return _fail("--advance-step must be > 0 (simulated seconds)")
     from sim.api.serving import FD_RESERVE, default_max_connections
 
     most = default_max_connections()
@@ -326,7 +328,9 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
             return _fail(str(err))
     from sim.scenario.runner import ScenarioRunError
 
-    limits = {"rate_limit": rate_limit, "max_body_bytes": args.max_body_bytes}
+    limits = {"rate_limit": rate_limit, "max_body_bytes": args.max_body_bytes,
+              "kernel": False if args.engine_only else None,
+              "advance_step_s": args.advance_step}
     restored = None
     try:
         if args.state:
@@ -360,6 +364,12 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
     clock = "manual (POST /_sim/advance)" if args.clock == "manual" else f"realtime x{args.speed:g}"
     print(f"sim serve: {base}/api/v2/  (clock: {clock}, seed {server.seed})")
     print(f"limits: {rate_limit or 'no rate limit'}; bodies up to {args.max_body_bytes} bytes")
+    if args.clock == "realtime":
+        from sim.api.realtime_check import realtime_warning
+
+        warning = realtime_warning(server)
+        if warning is not None:
+            print(warning)
     if restored is not None:
         if restored.created:
             what = "new state file"
@@ -525,6 +535,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-connections", type=int, metavar="N",
                        help="connections held at once; one more gets 503 (default: the "
                             "descriptor limit less 64)")
+    serve.add_argument("--advance-step", type=float, default=86_400.0, metavar="SECONDS",
+                       help="an advance moves the clock this many simulated seconds at most "
+                            "between two looks at the waiting requests (default a day)")
+    serve.add_argument("--engine-only", action="store_true",
+                       help="run every compute in the SimPy engine, not the compute kernel "
+                            "(slower; the kernel's oracle)")
     serve.add_argument("--snapshot-every", type=int, default=500, metavar="ROWS",
                        help="--state: journal rows between snapshots; a restart after a crash "
                             "replays at most this many (default 500)")

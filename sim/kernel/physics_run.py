@@ -131,7 +131,7 @@ def _params(cp: ControlPlane, c: Compute, start: float, until: float,
     p[k.P_TCPU] = cfg.autoscaler.target_cpu_utilisation
     p[k.P_RAM_TMEM] = RAM_GB_PER_CU * cfg.autoscaler.target_memory_utilisation
     p[k.P_DELAY] = cfg.autoscaler.reaction_delay_s
-    p[k.P_FAIL_RATE] = cfg.operation_failure_rate
+    p[k.P_FAIL_RATE] = cp.executor.failure_rate  # a served world may change it (faults)
     p[k.P_BACKOFF] = cfg.retry_backoff_s
     p[k.P_POOLER_MAX] = POOLER_MAX_CLIENTS
     if checks is not None:

@@ -213,7 +213,7 @@ class LaneSetup:
             holder_of[project.default_branch_id],
             np.array([holder_of[c.branch_id] for c in computes], dtype=np.int64),
             np.array([ranks.get(c.id, 0) for c in computes], dtype=np.float64))
-        self.tail = (k.START, *durations_of(cp, _ACTIONS), cfg.operation_failure_rate,
+        self.tail = (k.START, *durations_of(cp, _ACTIONS), cp.executor.failure_rate,
                      cfg.retry_backoff_s)
         self.rng = cp.streams.get(f"ops/{project.key}")  # the caller puts it back each round
 

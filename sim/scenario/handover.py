@@ -15,6 +15,7 @@ stands and the kernel carries on, exactly as the engine would have.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Generator
 from typing import Any
 
@@ -68,10 +69,19 @@ def next_tick(cp: ControlPlane, c: Compute) -> tuple[float, float] | None:
     if checks is None:
         return None
     start, every = checks
-    before, t = start, start + every
-    while t < cp.now:  # a check due at this very instant is not yet taken: not handed over
-        before, t = t, t + every
-    return t, before
+    now = cp.now
+    # a check due at this very instant is not yet taken: not handed over
+    ticks = _TICKS.setdefault(checks, [start, start + every])
+    while ticks[-1] < now:
+        ticks.append(ticks[-1] + every)
+    i = bisect_left(ticks, now, lo=1)
+    return ticks[i], ticks[i - 1]
+
+
+#: (loop start, period) -> the instants of such a loop so far, each the one before plus the
+#: period (as the engine's loop adds it): a pure function, kept as a served world's
+#: hand-overs ask for the next tick of every branch at every step
+_TICKS: dict[tuple[float, float], list[float]] = {}
 
 
 def _settled(cp: ControlPlane, project_id: str) -> list[tuple[Compute, Any]] | None:
@@ -103,20 +113,28 @@ def _wait_then_take(cp: ControlPlane, project_id: str, at: float, next_call: flo
             return
         if next_call is not None and cp.now >= next_call:
             return  # not settled before the next call: the engine keeps it through that one
-        chosen = _settled(cp, project_id)
-        if chosen is not None:
-            break
+        got = take(cp, project_id)
+        if got is not None:
+            taken[project_id] = got
+            return
         yield cp.env.timeout(wait)
         wait = min(2 * wait, POLL_MAX_S)
+
+
+def take(cp: ControlPlane, project_id: str) -> Taken | None:
+    """Hand the project's computes to the kernel now, if it has settled (else None)."""
+    chosen = _settled(cp, project_id)
+    if chosen is None:
+        return None
+    project = cp.projects[project_id]
     quiet: dict[str, float | None] = {"project": project.idle_since}
     project.idle_since = None  # the engine's idle clocks stop here: the replay of the
     for b in project.branches:  # project's storage takes them over from these instants
         branch = cp.branches[b]
         quiet[f"branch:{b}"] = branch.idle_since
         branch.idle_since = None
-    taken[project_id] = Taken(project_id, cp.now, [hand_over(cp, c, tick) for c, tick in chosen],
-                              quiet)
     cp.kernel_storage.add(project_id)  # the engine's idle clocks ring for nothing meanwhile
+    return Taken(project_id, cp.now, [hand_over(cp, c, tick) for c, tick in chosen], quiet)
 
 
 def schedule_handovers(cp: ControlPlane, scenario: Scenario, projects: dict[str, str],
@@ -174,11 +192,20 @@ def _give(cp: ControlPlane, project_id: str, workloads: Workloads,
             raise HandBack("busy at the instant of a scripted call")
         if np.any(replayed.ops.done_at >= cp.now):
             raise HandBack("storage work underway at the instant of a scripted call")
-        timers = _idle_timers(cp, project, replayed.idle_since,
-                              project.created_at if pending is None else pending.at)
+        timers = idle_timers(cp, project, replayed.idle_since,
+                             project.created_at if pending is None else pending.at)
     except (HandBack, Unresolved, Tie) as err:
         back[project_id] = str(err)
         return
+    give_segment(cp, project, advanced, replayed, timers, as_rows)
+
+
+def give_segment(cp: ControlPlane, project: Any, advanced: list[Any], replayed: Any,
+                 timers: list[tuple[float, Any]], as_rows: bool) -> None:
+    """Write a project's kernel segment up to now (`segment_to_call`, settled) into the
+    engine, which holds the project from here; `timers`: its idle clocks to schedule
+    (`idle_timers`)."""
+    project_id = project.id
     if as_rows:
         parts = [give_to_engine(cp, adv, _check_rank(cp, adv.compute)) for adv in advanced]
         if cp.config.record_events:
@@ -213,7 +240,7 @@ def _computes(cp: ControlPlane, project: Any) -> list[Compute]:
     return [cp.computes[i] for b in project.branches for i in cp.branches[b].computes]
 
 
-def _idle_timers(cp: ControlPlane, project: Any, idle_since: dict[str | None, float | None],
+def idle_timers(cp: ControlPlane, project: Any, idle_since: dict[str | None, float | None],
                  taken_at: float) -> list[tuple[float, Any]]:
     """The engine's detach and archive clocks still running now that started while the
     kernel held the project (since `taken_at`), as timers to schedule: one that started
@@ -238,4 +265,5 @@ class HandBack(Exception):
     """The project cannot be given to the engine exactly: the engine runs it alone."""
 
 
-__all__ = ["Taken", "action_keys", "call_instants", "schedule_calls", "schedule_handovers"]
+__all__ = ["Taken", "action_keys", "call_instants", "give_segment", "idle_timers", "schedule_calls",
+           "schedule_handovers", "take"]

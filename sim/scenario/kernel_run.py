@@ -156,11 +156,12 @@ def _resume_project(cp: ControlPlane, taken: Taken, workloads: Workloads, until:
 
 
 def segment_to_call(cp: ControlPlane, project: Any, workloads: Workloads,
-                    pending: Taken | None) -> tuple[list[Advanced], Replayed]:
+                    pending: Taken | None, until: float | None = None
+                    ) -> tuple[list[Advanced], Replayed]:
     """Run a named project's computes up to (not including) now, the instant of a scripted
-    call, with its storage replayed: from their creation's start (`pending` None) or from
-    the hand-over after an earlier call."""
-    now = cp.now
+    call (or `until`), with its storage replayed: from their creation's start (`pending`
+    None) or from the hand-over after an earlier call."""
+    now = cp.now if until is None else until
     if pending is None:
         computes = [cp.computes[i] for b in project.branches for i in cp.branches[b].computes]
 

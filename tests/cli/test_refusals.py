@@ -36,6 +36,15 @@ def test_serve_refuses_a_port_out_of_range_before_printing_anything(tmp_path: Pa
     assert not state.exists()  # no state file made, no key saved
 
 
+@pytest.mark.parametrize("step", ["0", "-3600", "nan"])
+def test_serve_refuses_an_advance_step_that_is_not_positive(tmp_path: Path, step: str) -> None:
+    state = tmp_path / "state.sqlite"
+    done = sim("serve", "--advance-step", step, "--state", str(state), cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == "sim: error: --advance-step must be > 0 (simulated seconds)\n"
+    assert not state.exists()
+
+
 def test_serve_refuses_a_port_in_use_before_printing_anything(tmp_path: Path) -> None:
     state = tmp_path / "state.sqlite"
     with socket.socket() as taken:
