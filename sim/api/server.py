@@ -45,7 +45,7 @@ from sim.api.keys import (
 )
 from sim.api.limits import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, RateLimit, RateLimiter
 from sim.engine.clock import DEFAULT_START
-from sim.engine.config import EngineConfig
+from sim.engine.config import ConnectionRecording, EngineConfig
 from sim.engine.control_plane import MAX_SIMULATED_S, ControlPlane
 from sim.engine.history_fold import HistoryFold
 from sim.engine.records import ActionRecord
@@ -188,7 +188,8 @@ class SimServer:
         # the fleet already exists: made a warm-up before the scenario's start, served from it
         warm_up = scenario.warm_up_s
         # events recorded: the API lists every operation, also those the kernel made
-        config = replace(scenario.engine_config(), count_from_s=warm_up, record_events=True)
+        config = replace(scenario.engine_config(), count_from_s=warm_up, record_events=True,
+                         record_connections=ConnectionRecording.OFF)
         cp = ControlPlane(config, seed=self.seed,
                           start=scenario.start - timedelta(seconds=warm_up),
                           region_id=scenario.region_id,

@@ -90,6 +90,7 @@ PLAIN_CLASSES: set[str] = {
     "sim.workload.arrivals:Periodic", "sim.workload.sessions:SessionModel",
     "sim.workload.distributions:Distribution",
     "sim.scenario.runner:Fleet", "sim.engine.history_fold:HistoryFold",
+    "sim.kernel.handover:RestOfSessions",
 }
 
 #: SimPy's own classes a snapshot holds (its pending events)

@@ -90,7 +90,8 @@ def give_to_engine(cp: ControlPlane, adv: Advanced, rank: int | None = None
 class RestOfSessions:
     """The sessions of a workload from one on, as the runtime's batches, a few at a time:
     the engine holds a compute only until the kernel can take it back, so most of the rest
-    is never asked for (and need not become lists). Picklable, as the runtime's feed is."""
+    is never asked for (and need not become lists). Plain data, as the runtime's feed is
+    (a snapshot holds it)."""
 
     BATCH = 64
 

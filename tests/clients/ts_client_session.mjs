@@ -175,6 +175,45 @@ const grant = await call("grantPermissionToProject", p, { email: "bob@example.co
 await call("listProjectPermissions", p, (d) => expect(d.project_permissions.length === 1, "not one grant"));
 await call("revokePermissionFromProject", p, grant.id, (d) => expect(d.revoked_at, "not revoked"));
 
+// ---- the lifecycle over time: consumption, branch count, snapshots, restore, recovery
+const clock = await settle();
+const iso = (ms) => new Date(ms).toISOString().replace(/\.\d+Z$/, "Z");
+const span = { from: iso(Date.parse(clock.now) - 6 * 3600e3), to: iso(Date.parse(clock.now)), granularity: "hourly" };
+await call("getConsumptionHistoryPerProject", span, (d) =>
+  expect(d.projects.some((x) => x.project_id === p), "project not billed"));
+await call("getConsumptionHistoryPerProjectV2", { ...span, org_id: org, metrics: "compute_unit_seconds" },
+  (d) => expect(d.projects.some((x) => x.project_id === p), "project not billed"));
+await call("getConsumptionHistoryPerBranchV2", { ...span, org_id: org, project_ids: p, metrics: "compute_unit_seconds" },
+  (d) => expect(Array.isArray(d.branches), "no branches"));
+await call("countProjectBranches", { projectId: p }, (d) => expect(d.count >= 2, "fewer than 2 branches"));
+const snap = await call("createSnapshot", { projectId: p, branchId: main, name: "ts-snap" }, (d) =>
+  expect(d.snapshot.name === "ts-snap", "wrong snapshot"));
+await settle();
+await call("listSnapshots", p, (d) => expect(d.snapshots.some((x) => x.id === snap.snapshot.id), "not listed"));
+await call("updateSnapshot", p, snap.snapshot.id, { snapshot: { name: "ts-snap-2" } }, (d) =>
+  expect(d.snapshot.name === "ts-snap-2", "not renamed"));
+const restored = await call("restoreSnapshot", { projectId: p, snapshotId: snap.snapshot.id }, { name: "ts-restored" },
+  (d) => expect(d.branch.name === "ts-restored", "wrong branch"));
+await settle();
+await call("finalizeRestoreBranch", p, restored.branch.id, {}, (d) => expect(Array.isArray(d.operations), "no operations"));
+await settle();
+await call("setSnapshotSchedule", p, main, { schedule: [{ frequency: "daily", hour: 6 }] });
+await call("getSnapshotSchedule", p, main, (d) =>
+  expect(d.schedule.length === 1 && d.schedule[0].frequency === "daily", "schedule not kept"));
+await call("deleteSnapshot", p, snap.snapshot.id);
+await call("listSnapshots", p, (d) => expect(!d.snapshots.some((x) => x.id === snap.snapshot.id), "not deleted"));
+await call("restoreProjectBranch", p, devId, { source_branch_id: main, preserve_under_name: "ts-before" },
+  (d) => expect(d.branch.id === devId, "wrong branch"));
+await settle();
+const gone = await api.createProjectBranch(p, { branch: { name: "gone" } });
+await settle();
+await api.deleteProjectBranch({ projectId: p, branchId: gone.data.branch.id });
+await settle();
+await call("recoverProjectBranch", p, gone.data.branch.id, (d) => expect(d.branch.name === "gone", "not recovered"));
+await settle();
+
 await call("deleteProject", p, (d) => expect(d.project.id === p, "wrong project"));
+await settle();
+await call("recoverProject", p, (d) => expect(d.project.id === p, "not recovered"));
 
 process.stdout.write(JSON.stringify({ results }));

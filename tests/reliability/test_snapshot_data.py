@@ -36,8 +36,9 @@ SEED = 11
 
 
 def _twin(server: SimServer) -> SimServer:
-    """A server restored from a snapshot of `server` (through its bytes)."""
-    twin = SimServer(seed=server.seed, scenario=None)
+    """A server restored from a snapshot of `server` (through its bytes), built as a restart
+    builds it: from the same scenario (so on the same road: the kernel or the engine alone)."""
+    twin = SimServer(seed=server.seed, scenario=server.scenario)
     twin.restore_world(snapshot.loads(snapshot.dumps(server.world_state())))
     twin.add_personal_key(KEY)
     return twin
