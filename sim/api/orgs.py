@@ -25,7 +25,12 @@ from typing import Annotated, Any, Literal
 from fastapi import Path, Query
 from pydantic import BaseModel, Field, StrictStr
 
-from sim.api.api_keys import MAX_KEY_NAME, ApiKeyCreatorData
+from sim.api.api_keys import (
+    MAX_KEY_NAME,
+    ApiKeyCreated,
+    ApiKeyItem,
+    ApiKeyRevoked,
+)
 from sim.api.computes import OUT
 from sim.api.deps import Key, Server
 from sim.api.errors import ERRORS, error_docs
@@ -104,33 +109,16 @@ class OrgApiKeyCreateRequest(Body):
     project_id: Annotated[StrictStr | None, Field(pattern=ORG_ID_PATTERN)] = None
 
 
-class OrgApiKeyItem(BaseModel):
-    id: int
-    name: str
-    created_at: str
-    created_by: ApiKeyCreatorData
-    last_used_at: str | None = None
-    last_used_from_addr: str = ""
+class OrgApiKeyItem(ApiKeyItem):
+    """An organization's key: the account's shape, and the project it is limited to."""
     project_id: str | None = None
 
 
-class OrgApiKeyCreated(BaseModel):
-    id: int
-    key: str
-    name: str
-    created_at: str
-    created_by: str
+class OrgApiKeyCreated(ApiKeyCreated):
     project_id: str | None = None
 
 
-class OrgApiKeyRevoked(BaseModel):
-    id: int
-    name: str
-    created_at: str
-    created_by: str
-    last_used_at: str | None = None
-    last_used_from_addr: str = ""
-    revoked: bool
+class OrgApiKeyRevoked(ApiKeyRevoked):
     project_id: str | None = None
 
 
