@@ -182,7 +182,9 @@ def project_consumption(
 ):
     """Active time and compute time (CU-seconds) per project and time frame; written data
     and storage answer 0 (not modelled)."""
-    wanted = _listed(metrics, "metrics", V1_METRICS) or list(V1_DEFAULT)
+    # the document's time frame always has the four default metrics: `metrics` adds to them
+    listed = _listed(metrics, "metrics", V1_METRICS) or []
+    wanted = [*V1_DEFAULT, *(m for m in listed if m not in V1_DEFAULT)]
     if metrics is None and include_v1_metrics:
         wanted.append("data_storage_bytes_hour")
     ids = _listed(project_ids, "project_ids")

@@ -141,3 +141,20 @@ def test_the_compute_kernel_fills_the_ledger_as_the_engine_does(monkeypatch) -> 
         cells = cp.usage.computes[row.compute_id]
         assert abs(sum(cell[0] for cell in cells.values()) - row.cu_s) < 1e-6
         assert abs(sum(cell[1] for cell in cells.values()) - row.active_s) < 1e-6
+
+
+def test_a_metrics_filter_keeps_the_frames_required_metrics(api) -> None:
+    """The document's v1 time frame always has its four metrics: `metrics` adds, never drops."""
+    api.post("projects", json={"project": {"name": "a"}})
+    api.advance(3 * 3600)
+    base = {"from": "2026-01-05T00:00:00Z", "to": "2026-01-06T00:00:00Z", "granularity": "hourly"}
+    every = api.get("consumption_history/projects", params=base)
+    picked = api.get("consumption_history/projects",
+                     params={**base, "metrics": "compute_time_seconds,logical_size_bytes"})
+    assert every.status_code == picked.status_code == 200, picked.text
+    frames = picked.json()["projects"][0]["periods"][0]["consumption"]
+    required = ("active_time_seconds", "compute_time_seconds", "written_data_bytes",
+                "synthetic_storage_size_bytes")
+    assert all(all(m in f for m in required) and f["logical_size_bytes"] == 0 for f in frames)
+    assert ([f["compute_time_seconds"] for f in frames]
+            == [f["compute_time_seconds"] for f in every.json()["projects"][0]["periods"][0]["consumption"]])
