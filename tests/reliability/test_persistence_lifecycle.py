@@ -8,23 +8,11 @@ from typing import Any
 
 import pytest
 
-from sim.api import in_process_client
-from sim.api.restore import open_server
 from sim.testing.state_digest import digest
+from tests.reliability.test_persistence import ok
+from tests.reliability.test_persistence_support import open_kept
 
 KEY = "sim_key_lifecycle_persistence_01"
-
-
-def open_kept(path: Path, **options: Any):
-    server, _ = open_server(path, seed=6, **options)
-    if not server.saved_keys:
-        server.keep_key(server.add_personal_key(KEY))
-    return server, in_process_client(server, api_key=KEY)
-
-
-def ok(r: Any, status: int = 200) -> Any:
-    assert r.status_code == status, r.text
-    return r.json()
 
 
 def seen(api: Any, p: str, main: str) -> dict[str, Any]:
@@ -68,7 +56,7 @@ def _session(api: Any) -> tuple[str, str]:
 def test_the_lifecycle_replays_from_the_journal(tmp_path: Path, snapshot_every) -> None:
     """From the journal alone, and from a saved world (its pending timers included)."""
     path = tmp_path / "state.db"
-    server, api = open_kept(path, snapshot_every=snapshot_every)
+    server, api = open_kept(path, KEY, 6, snapshot_every=snapshot_every)
     p, main = _session(api)
     before, views = digest(server.cp), seen(api, p, main)
     assert len(views["snapshots"]["snapshots"]) == 3  # the manual one, two hourly kept
@@ -79,7 +67,7 @@ def test_the_lifecycle_replays_from_the_journal(tmp_path: Path, snapshot_every) 
     api.close()
     server.journal.close()  # type: ignore[union-attr]
 
-    server, api = open_kept(path, snapshot_every=snapshot_every)
+    server, api = open_kept(path, KEY, 6, snapshot_every=snapshot_every)
     try:
         assert digest(server.cp) == before
         assert seen(api, p, main) == views

@@ -9,23 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sim.api import in_process_client
-from sim.api.restore import open_server
 from sim.testing.state_digest import digest
+from tests.reliability.test_persistence import ok
+from tests.reliability.test_persistence_support import open_kept
 
 KEY = "sim_key_roles_persistence_0123"
-
-
-def open_kept(path: Path):
-    server, _ = open_server(path, seed=4)
-    if not server.saved_keys:
-        server.keep_key(server.add_personal_key(KEY))
-    return server, in_process_client(server, api_key=KEY)
-
-
-def ok(r: Any, status: int = 200) -> Any:
-    assert r.status_code == status, r.text
-    return r.json()
 
 
 def seen(api: Any, p: str, b: str) -> dict[str, Any]:
@@ -45,7 +33,7 @@ def seen(api: Any, p: str, b: str) -> dict[str, Any]:
 
 def test_roles_databases_and_branch_edits_replay(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
-    server, api = open_kept(path)
+    server, api = open_kept(path, KEY, 4)
     made = ok(api.post("projects", json={"project": {"name": "kept"}}), 201)
     p, main = made["project"]["id"], made["branch"]["id"]
     api.advance(60)
@@ -66,7 +54,7 @@ def test_roles_databases_and_branch_edits_replay(tmp_path: Path) -> None:
     api.close()
     server.journal.close()  # type: ignore[union-attr]
 
-    server, api = open_kept(path)
+    server, api = open_kept(path, KEY, 4)
     try:
         assert digest(server.cp) == before
         assert seen(api, p, main) == views

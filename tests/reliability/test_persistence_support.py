@@ -150,3 +150,15 @@ def percentile(values: list[float], q: float) -> float:
         return float("nan")
     index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
     return ordered[index]
+
+
+def open_kept(path: Path, key: str, seed: int, **options: Any) -> tuple[Any, Any]:
+    """A served world from the state file at `path` (made when missing), with `key` kept in
+    it, and an in-process client on that key."""
+    from sim.api import in_process_client
+    from sim.api.restore import open_server
+
+    server, _ = open_server(path, seed=seed, **options)
+    if not server.saved_keys:
+        server.keep_key(server.add_personal_key(key))
+    return server, in_process_client(server, api_key=key)
