@@ -101,12 +101,12 @@ def console_data(server: Server, key: Key) -> dict[str, Any]:
             if not key.reaches(p):
                 continue
             computes = [cp.computes[i] for b in p.branches for i in cp.branches[b].computes]
-            recent = p.operations[-OPERATIONS_SHOWN:][::-1]
+            recent, _cursor = cp.list_operations(p.id, OPERATIONS_SHOWN)
             projects.append({
                 "id": p.id, "name": p.name, "region_id": p.region_id,
                 "computes": [compute_row(cp, c) for c in computes],
                 "operations": [operation_row(cp, op) for op in recent],
-                "operations_total": len(p.operations),
+                "operations_total": cp.operation_count(p),
             })
         outage = server.faults.in_outage(cp.now)
         return {"clock": clock_view(server, cp), "projects": projects, "outage": outage}

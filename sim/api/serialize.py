@@ -151,6 +151,14 @@ def _creation_op(project: Project, branch: Branch) -> Operation | None:
     ops = project.operations
     start = to_us(branch.created_at)
     wanted = (Action.CREATE_TIMELINE if branch.default else Action.CREATE_BRANCH).value
+    past = project.past_operations
+    if past is not None and (not ops or ops[0].created_us > start):  # made days ago
+        k = past.count_before(start)
+        while k < len(past) and past.created_us[k] <= start + 1_000_000:
+            op = past.operation(k, project.id)
+            if op.action == wanted and op.branch_id == branch.id:
+                return op
+            k += 1
     i = bisect.bisect_left(ops, start, key=lambda o: o.created_us)
     while i < len(ops) and ops[i].created_us <= start + 1_000_000:
         op = ops[i]

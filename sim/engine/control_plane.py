@@ -377,11 +377,15 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs, BranchTime, 
 
     # -- operations --------------------------------------------------------------
     def get_operation(self, project_id: str, operation_id: str) -> Operation:
-        self.get_project(project_id)
+        project = self.get_project(project_id)
         op = self.operations.get(operation_id)
-        if op is None or op.project_id != project_id:
+        if op is not None and op.project_id == project_id:
+            return op
+        past = project.past_operations
+        k = past.find(operation_id) if past is not None else None
+        if k is None:
             raise not_found("operation", operation_id, "operation_id")
-        return op
+        return past.operation(k, project_id)
 
     def list_operations(
         self, project_id: str, limit: int = 10, cursor: str | None = None
@@ -391,17 +395,29 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs, BranchTime, 
         project = self.get_project(project_id)
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIST_LIMIT:
             raise invalid("limit", f"must be an integer 1..{MAX_LIST_LIMIT}")
-        ops = project.operations
-        end = len(ops)
+        ops, past = project.operations, project.past_operations
+        older = len(past) if past is not None else 0  # all older than any of `ops`
+        end = older + len(ops)
         if cursor:
             try:
                 before = self.clock.parse_us(cursor)
             except ValueError:
                 raise invalid("cursor", "must be a timestamp returned by a previous page") from None
             end = bisect.bisect_left(ops, before, key=lambda o: o.created_us)
-        page = ops[max(0, end - limit):end][::-1]
+            end = older + end if end or past is None else past.count_before(before)
+        start = max(0, end - limit)
+        page = ops[max(0, start - older):max(0, end - older)]
+        if start < older:
+            assert past is not None
+            page = past.operations(project.id, start, min(end, older)) + page
+        page.reverse()
         next_cursor = self.clock.iso_us(page[-1].created_us) if page else cursor
         return page, next_cursor
+
+    def operation_count(self, project: Project) -> int:
+        """How many operations of the project the API can list."""
+        past = project.past_operations
+        return len(project.operations) + (len(past) if past is not None else 0)
 
     # -- results -------------------------------------------------------------------
     def finish(self) -> None:
@@ -434,7 +450,10 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs, BranchTime, 
         rec = self.recorder
         ops: list[RowTable[OperationRow]] = []
         for p in projects.values():
-            mine = [object_rows(p.id, p.operations)] if p.operations else []
+            listed = p.operations
+            if p.past_operations is not None and len(p.past_operations):
+                listed = p.past_operations.operations(p.id) + listed
+            mine = [object_rows(p.id, listed)] if listed else []
             project_ops = RowTable(OperationRow, [*mine, *rec.operation_rows.get(p.id, ())])
             if mine and len(project_ops) > len(mine[0]):
                 # the kernel's are stamped after those the project had, but merged by stamp

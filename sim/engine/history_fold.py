@@ -18,8 +18,11 @@ replayed world fold at the same instants and stay equal):
   and return) are taken off the event heap. The rest keep their place, so events
   fire in the same order as they would have.
 
-Operations stay (the API lists them), and so do the computes' counters and the
-usage ledger.
+- operations that have ended move to columns of their project (`sim.engine.past_operations`),
+  where they are still listed and read as before, for a week (`KEPT_S`) from their
+  creation; older ones go, but for those that made a branch.
+
+The computes' counters and the usage ledger stay.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from __future__ import annotations
 import heapq
 import math
 from typing import TYPE_CHECKING, Any
+
+from sim.engine.clock import to_us
+from sim.engine.past_operations import KEPT_S, PastOperations
 
 if TYPE_CHECKING:
     from sim.engine.control_plane import ControlPlane
@@ -67,7 +73,30 @@ class HistoryFold:
         if not rec.connection_blocks:
             self._fold_connections()
         self._drop_spent_timers()
+        self._fold_operations()
         self.folds += 1
+
+    def _fold_operations(self) -> None:
+        """Each project's ended operations, oldest first up to one still underway, become
+        past operations (columns); those older than `KEPT_S` go (`sim.engine.past_operations`)."""
+        cp = self.cp
+        index = cp.operations
+        oldest_kept = to_us(cp.env.now - KEPT_S)
+        for project in cp.projects.values():
+            ops = project.operations
+            n = 0
+            while n < len(ops) and ops[n].done:
+                n += 1
+            past = project.past_operations
+            if n:
+                if past is None:
+                    past = project.past_operations = PastOperations()
+                past.add(ops[:n])
+                for op in ops[:n]:
+                    index.pop(op.id, None)
+                del ops[:n]
+            if past is not None:
+                past.drop_before(oldest_kept)
 
     def _fold_connections(self) -> None:
         cp = self.cp

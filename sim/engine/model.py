@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sim.engine.past_operations import PastOperations
 from sim.rules.connections import AutoscalingConnections, max_connections
 from sim.rules.sizes import Plan
 from sim.rules.states import ComputeState, ComputeType, is_terminal
@@ -197,6 +198,8 @@ class Project:
     deleted_at: float | None = None
     branches: list[str] = field(default_factory=list)  # ids, creation order
     operations: list[Operation] = field(default_factory=list)  # by created_us ascending
+    #: a served world's ended operations of past days, older than all of `operations`
+    past_operations: PastOperations | None = None
     last_op_us: int = -1
     last_database_id: int = 0  # database ids count up within a project
     # request fields of the real API the simulator keeps but does not model (answered back)

@@ -8,7 +8,8 @@ module reads all of it:
 
 - the clock (simulated now, start instant) and SimPy's pending events;
 - projects, branches, computes (every field, their statistics and the runtime's
-  connection queues and timers), operations (every field), the executor's lanes;
+  connection queues and timers), operations (every field; a served world's past
+  operations as the bytes of their columns), the executor's lanes;
 - issued ids, and every random stream that has drawn since it was made (a
   refusal that draws changes the future of the run, even if nothing shows);
 - managed auth, through `cp.auth.state()`, and the recorder's record counts.
@@ -24,6 +25,8 @@ import hashlib
 import json
 import math
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from sim.engine.row_table import Parts
 
@@ -163,6 +166,9 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _fields(value)
+    if isinstance(value, np.ndarray) and not value.dtype.hasobject:  # past operations
+        return [value.dtype.str, list(value.shape),
+                hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()]
     if hasattr(value, "value") and isinstance(value.value, (str, int)):  # enums
         return value.value
     raise TypeError(f"digest: no plain form for {type(value).__name__}")

@@ -1,0 +1,137 @@
+"""A served world keeps ended operations of past days as columns, listed as before, a week.
+
+- within the week, the world that moved them answers every page of every
+  project's operations, every operation by id, every branch and the console's
+  count exactly as the same world that never folded;
+- after it, an operation created more than a week before the last fold is gone
+  (404, not listed), but for those that made a branch; what is listed is the
+  unfolded world's list cut there;
+- past operations survive a snapshot, and columns a snapshot could not have
+  held are refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from sim.api import in_process_client, snapshot
+from sim.engine.past_operations import KEPT_S, PastOperations
+from tests.reliability.test_persistence import KEY, digest, ok
+from tests.reliability.test_served_history import _served, _unfolded
+
+DAY_S = 86_400
+
+
+def _all_pages(api, project_id: str, limit: int = 7) -> list[dict]:  # noqa: ANN001
+    """Every operation of a project, newest first, page by page (pages cross the line
+    between past operations and those still held as objects)."""
+    out, cursor = [], None
+    while True:
+        params = {"limit": limit, **({"cursor": cursor} if cursor else {})}
+        body = ok(api.get(f"projects/{project_id}/operations", params=params))
+        out += body["operations"]
+        if len(body["operations"]) < limit:
+            return out
+        cursor = body["pagination"]["cursor"]
+
+
+def _apis(*servers):  # noqa: ANN002, ANN202
+    apis = []
+    for server in servers:
+        server.add_personal_key(KEY)
+        apis.append(in_process_client(server, api_key=KEY))
+    return apis
+
+
+def test_past_operations_answer_as_the_objects_did() -> None:
+    folded = _served(3)
+    unfolded = _unfolded()
+    unfolded.cp.advance(3 * DAY_S)
+    cp = folded.cp
+    moved = sum(len(p.past_operations) for p in cp.projects.values()
+                if p.past_operations is not None)
+    held = sum(len(p.operations) for p in cp.projects.values())
+    assert moved > 10 * held > 0  # most are columns now, the last day's are objects
+    assert len(cp.operations) == held < len(unfolded.cp.operations)
+    apis = _apis(folded, unfolded)
+    projects = ok(apis[0].get("projects"))["projects"]
+    for p in projects:
+        pid = p["id"]
+        listed = _all_pages(apis[0], pid)
+        assert listed == _all_pages(apis[1], pid)
+        assert len(listed) == cp.operation_count(cp.projects[pid])
+        for op in listed[:: max(1, len(listed) // 20)]:
+            path = f"projects/{pid}/operations/{op['id']}"
+            assert ok(apis[0].get(path)) == ok(apis[1].get(path)) == {"operation": op}
+        path = f"projects/{pid}/branches"
+        assert ok(apis[0].get(path)) == ok(apis[1].get(path))
+    console = [ok(api.get(api.base_url.join("/_sim/console"))) for api in apis]
+    assert console[0]["projects"] == console[1]["projects"]
+    for api in apis:
+        api.close()
+
+
+def test_an_operation_older_than_a_week_is_gone_but_for_a_branch_s_making() -> None:
+    days = 9
+    folded = _served(days)
+    unfolded = _unfolded()
+    unfolded.cp.advance(days * DAY_S)
+    cut_us = round((days * DAY_S - KEPT_S) * 1_000_000)  # the last fold was at day 9
+    apis = _apis(folded, unfolded)
+    projects = ok(apis[0].get("projects"))["projects"]
+    clock = folded.cp.clock
+    gone = 0
+    for p in projects:
+        pid = p["id"]
+        everything = _all_pages(apis[1], pid, limit=1000)
+        kept = [op for op in everything if clock.parse_us(op["created_at"]) >= cut_us
+                or op["action"] in ("create_timeline", "create_branch")]
+        assert _all_pages(apis[0], pid) == kept
+        for op in everything:
+            if op not in kept:
+                gone += 1
+                r = apis[0].get(f"projects/{pid}/operations/{op['id']}")
+                assert r.status_code == 404, r.text
+                break
+        path = f"projects/{pid}/branches"
+        assert ok(apis[0].get(path)) == ok(apis[1].get(path))  # creation times kept
+    assert gone > 0
+    for api in apis:
+        api.close()
+
+
+def test_past_operations_survive_a_snapshot() -> None:
+    server = _served(2)
+    state = server.world_state()
+    again = snapshot.loads(snapshot.dumps(state))
+    assert digest(again[0]) == digest(server.cp)
+    for pid, project in server.cp.projects.items():
+        past, restored = project.past_operations, again[0].projects[pid].past_operations
+        if past is None:
+            assert restored is None
+            continue
+        assert ([dataclasses.astuple(op) for op in restored.operations(pid)]
+                == [dataclasses.astuple(op) for op in past.operations(pid)])
+
+
+@pytest.mark.parametrize("spoil", ["order", "branch", "action", "column"])
+def test_past_operations_a_snapshot_could_not_hold_are_refused(spoil: str) -> None:
+    server = _served(1)
+    project = next(p for p in server.cp.projects.values()
+                   if p.past_operations is not None and len(p.past_operations) > 2)
+    past: PastOperations = project.past_operations
+    if spoil == "order":
+        past.created_us = past.created_us[::-1].copy()
+    elif spoil == "branch":
+        past.branch = past.branch.copy()
+        past.branch[0] = len(past.names) + 5
+    elif spoil == "action":
+        past.action = past.action.copy()
+        past.action[0] = 250
+    else:
+        past.updated_at = past.updated_at[:-1].copy()
+    data = snapshot.dumps(server.world_state())
+    with pytest.raises(snapshot.Refused, match="past operations"):
+        snapshot.loads(data)
