@@ -133,7 +133,8 @@ class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs, BranchTime, 
         if self.usage is None:
             start = self.clock.start
             offset = (start.minute * 60 + start.second + start.microsecond / 1e6) % 3600
-            self.usage = UsageLedger(offset, self.config.count_from_s)
+            self.usage = UsageLedger(offset, self.config.count_from_s,
+                                     first_hour_of_day=start.hour)
 
     def publish_release(self, version: str) -> None:
         """A compute release: computes pick it up at their next start."""

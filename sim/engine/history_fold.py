@@ -22,7 +22,11 @@ replayed world fold at the same instants and stay equal):
   where they are still listed and read as before, for a week (`KEPT_S`) from their
   creation; older ones go, but for those that made a branch.
 
-The computes' counters and the usage ledger stay.
+- the usage ledger's hours older than `HOURLY_S` (8 days) become one cell a UTC day
+  (the consumption history reaches back 168 hours by the hour, further only by the
+  day or month, which add the same seconds).
+
+The computes' counters stay.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from sim.engine.clock import to_us
 from sim.engine.past_operations import KEPT_S, PastOperations
+from sim.engine.usage import HOURLY_S
 
 if TYPE_CHECKING:
     from sim.engine.control_plane import ControlPlane
@@ -74,6 +79,8 @@ class HistoryFold:
             self._fold_connections()
         self._drop_spent_timers()
         self._fold_operations()
+        if cp.usage is not None:
+            cp.usage.fold_days(cp.env.now - HOURLY_S)
         self.folds += 1
 
     def _fold_operations(self) -> None:

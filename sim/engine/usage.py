@@ -4,7 +4,8 @@ Fed from the state intervals of computes as they close (the SimPy engine's
 `ComputeRuntime.close_interval` and the compute kernel's interval rows), so
 both paths fill it alike and nothing rescans rows later. Per compute and per
 UTC hour it keeps CU-seconds and active seconds: two numbers a compute-hour on,
-and no more than about 13 months of hours a compute (older ones are folded into one).
+and no more than about 13 months of hours a compute (older ones are folded into one);
+a served world folds hours older than `HOURLY_S` into days.
 
 Time before `count_from_s` (a served scenario's warm-up) is counted nowhere, as
 in the run's own figures, so the ledger's total is the run's CU-seconds.
@@ -29,6 +30,8 @@ HOUR_S = 3600.0
 #: hours are folded into one cell per compute (their sum still counts in the totals)
 KEEP_HOURS = 367 * 24
 PRUNE_EVERY_HOURS = 30 * 24
+#: how far back a served world keeps hours one by one (hourly frames reach 168 hours)
+HOURLY_S = 8 * 86_400.0
 CU_S = 0  # index in a ledger cell: CU-seconds
 ACTIVE_S = 1  # index in a ledger cell: seconds on (any size)
 IDLE = ComputeState.IDLE.value
@@ -45,6 +48,7 @@ class UsageLedger:
     count_from_s: float = 0.0
     computes: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     next_prune: int | None = None  # the hour at which older hours are next folded
+    first_hour_of_day: int = 0  # the UTC hour of day of hour 0
 
     def hour_of(self, t: float) -> int:
         return int((t + self.offset_s) // HOUR_S)
@@ -89,6 +93,22 @@ class UsageLedger:
                 cell[CU_S] += cu_s
                 cell[ACTIVE_S] += active_s
             hours[cut - 1] = cell
+
+    def fold_days(self, before: float) -> None:
+        """Fold the hours of whole UTC days that ended before simulated second `before` into
+        one cell a day, at the day's first hour (a served world, once a day: hourly frames
+        reach back a week at most, so older hours are only ever summed by whole days)."""
+        cut = self.hour_of(before)
+        cut -= (self.first_hour_of_day + cut) % 24  # the first hour of a day
+        for hours in self.computes.values():
+            old = [h for h in hours if h < cut and (h + self.first_hour_of_day) % 24]
+            if not old:
+                continue
+            for h in sorted(old):
+                cu_s, active_s = hours.pop(h)
+                cell = hours.setdefault(h - (h + self.first_hour_of_day) % 24, [0.0, 0.0])
+                cell[CU_S] += cu_s
+                cell[ACTIVE_S] += active_s
 
     def add_many(self, compute_id: str, cu: np.ndarray, start: np.ndarray,
                  end: np.ndarray) -> None:

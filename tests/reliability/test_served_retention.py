@@ -1,4 +1,5 @@
-"""A served world keeps ended operations of past days as columns, listed as before, a week.
+"""A served world keeps ended operations of past days as columns, listed as before, a week;
+its usage ledger sums hours older than the hourly frames reach by the day.
 
 - within the week, the world that moved them answers every page of every
   project's operations, every operation by id, every branch and the console's
@@ -135,3 +136,35 @@ def test_past_operations_a_snapshot_could_not_hold_are_refused(spoil: str) -> No
     data = snapshot.dumps(server.world_state())
     with pytest.raises(snapshot.Refused, match="past operations"):
         snapshot.loads(data)
+
+
+def test_hours_older_than_eight_days_are_summed_by_the_day() -> None:
+    """The usage ledger folds hours past the hourly frames' reach into days: fewer cells,
+    and every daily, monthly and (within its 168 hours) hourly answer as before."""
+    days = 10
+    folded = _served(days)
+    unfolded = _unfolded()
+    unfolded.cp.advance(days * DAY_S)
+
+    def cells(server) -> int:  # noqa: ANN001
+        return sum(len(hours) for hours in server.cp.usage.computes.values())
+
+    assert cells(folded) < cells(unfolded)
+    usage = folded.cp.usage
+    cut = usage.hour_of(folded.cp.now - 8 * DAY_S)
+    old = [h for hours in usage.computes.values() for h in hours if h < cut - 24]
+    assert old and all((h + usage.first_hour_of_day) % 24 == 0 for h in old)  # one a day
+    apis = _apis(folded, unfolded)
+    clock, now = folded.cp.clock, folded.cp.now
+    spans = [("daily", "2026-01-01T00:00:00Z", clock.iso(now)),
+             ("monthly", "2026-01-01T00:00:00Z", clock.iso(now)),
+             ("hourly", clock.iso(now - 167 * 3600), clock.iso(now))]
+    for granularity, start, end in spans:
+        params = {"from": start, "to": end, "granularity": granularity, "limit": 100}
+        answers = [ok(api.get("consumption_history/projects", params=params)) for api in apis]
+        assert answers[0] == answers[1], granularity
+        seconds = sum(f["compute_time_seconds"] for p in answers[0]["projects"]
+                      for f in p["periods"][0]["consumption"])
+        assert seconds > 0
+    for api in apis:
+        api.close()
