@@ -32,7 +32,7 @@ from enum import StrEnum
 from types import EllipsisType
 from typing import TYPE_CHECKING
 
-from sim.api import snapshot, snapshot_fork
+from sim.api import freed_memory, snapshot, snapshot_fork
 from sim.api.journal import CURRENT, Entry, Journal, StateError
 from sim.api.keys import (
     ORG_ID,
@@ -230,10 +230,14 @@ class SimServer:
         self.advancing = KernelAdvance(cp, self._engine_scenario) if self.kernel else None
 
     def _run_until(self, cp: ControlPlane, t: float) -> None:
+        fold = getattr(cp, "history_fold", None)
+        folds = fold.folds if fold is not None else 0
         if self.advancing is not None and self.advancing.cp is cp:
             self.advancing.run_until(t)
         else:
             cp.run_until(t)
+        if fold is not None and fold.folds != folds:
+            freed_memory.give_back()  # what the fold freed (sim.api.freed_memory)
 
     def run_until(self, t: float) -> None:
         """Move the world's clock to `t` (under the lock), through the kernel when it is on."""
