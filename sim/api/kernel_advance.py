@@ -254,6 +254,9 @@ class KernelAdvance:
         advanced = sorted(h.advanced, key=lambda adv: cp.check_ranks.get(adv.compute.branch_id,
                                                                           0))
         give_segment(cp, project, advanced, h.replayed, timers, as_rows=False)
+        fold = getattr(cp, "history_fold", None)
+        if fold is not None:  # what it made before the day's fold goes where the fold put it
+            fold.fold_operations(project)
         self._rounds_at = -math.inf  # its rounds are queued anew
         for adv in advanced:
             _endpoint_fields(cp, adv)

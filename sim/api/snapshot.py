@@ -10,7 +10,8 @@ field checked. Nothing in a snapshot is unpickled or run.
 
 A branch database (an in-memory SQLite connection) travels as the bytes of
 its databases (`Connection.serialize`), the synced users schema included, and
-is opened again from them (and checked: `PRAGMA quick_check`).
+is opened again from them (and checked: `PRAGMA quick_check`). The usage ledger
+travels as columns (a cell a compute-hour would be as many entries of the tree).
 
 A snapshot holds secrets (OAuth client secrets, SMTP passwords, generated SDK
 keys): the state file keeps it sealed (`sim.api.sealing`), never in clear.
@@ -23,9 +24,12 @@ import threading
 import weakref
 from typing import Any
 
+import numpy as np
+
 from sim.api import world_codec, world_decode
 from sim.api.world_codec import Refused, Stale
 from sim.engine.auth_sql import SCHEMA_NAME, BranchDatabase
+from sim.engine.usage import UsageLedger
 
 _DB_FIELDS = ("project_id", "branch_id", "name")
 #: in a forked copy writing a snapshot (`sim.api.snapshot_fork`): a lock another thread held
@@ -83,6 +87,47 @@ def _db_from(parts: list[Any]) -> BranchDatabase:
 
 
 world_codec.register_codec(BranchDatabase, "branch_database", _db_parts, _db_from)
+
+
+def _ledger_parts(u: UsageLedger) -> list[Any]:
+    """The usage ledger as three columns (a cell a compute-hour: tens of thousands of small
+    lists would be as many entries of the tree), in the dicts' order."""
+    ids = list(u.computes)
+    counts = np.array([len(u.computes[c]) for c in ids], np.int64)
+    hours = np.array([h for c in ids for h in u.computes[c]], np.int64)
+    cells = np.array([cell for c in ids for cell in u.computes[c].values()],
+                     np.float64).reshape(-1, 2)
+    # the ids as one text: a list would reach the codec as a shell, filled later
+    return [u.offset_s, u.count_from_s, u.next_prune, u.first_hour_of_day, "\n".join(ids),
+            counts, hours, cells]
+
+
+def _ledger_from(parts: list[Any]) -> UsageLedger:
+    """The usage ledger again, from columns a file gave: checked before anything is built."""
+    try:
+        offset, count_from, next_prune, first, joined, counts, hours, cells = parts
+        ids = joined.split("\n") if joined else []
+    except (ValueError, AttributeError):
+        raise Refused("a usage ledger not as sim writes one") from None
+    n = len(hours) if isinstance(hours, np.ndarray) else -1
+    if not (type(offset) is float and type(count_from) is float
+            and (next_prune is None or type(next_prune) is int) and type(first) is int
+            and len(set(ids)) == len(ids)
+            and isinstance(counts, np.ndarray) and counts.dtype == np.int64
+            and counts.shape == (len(ids),) and bool(np.all(counts >= 0))
+            and hours.dtype == np.int64 and hours.ndim == 1 and int(counts.sum()) == n
+            and isinstance(cells, np.ndarray) and cells.dtype == np.float64
+            and cells.shape == (n, 2)):
+        raise Refused("a usage ledger not as sim writes one")
+    computes: dict[str, dict[int, list[float]]] = {}
+    h, v, at = hours.tolist(), cells.tolist(), 0
+    for cid, k in zip(ids, counts.tolist(), strict=True):
+        computes[cid] = dict(zip(h[at:at + k], v[at:at + k], strict=True))
+        at += k
+    return UsageLedger(offset, count_from, computes, next_prune, first)
+
+
+world_codec.register_codec(UsageLedger, "usage_ledger", _ledger_parts, _ledger_from)
 
 
 def dumps(world: Any) -> bytes:

@@ -41,6 +41,7 @@ from sim.engine.usage import HOURLY_S
 
 if TYPE_CHECKING:
     from sim.engine.control_plane import ControlPlane
+    from sim.engine.model import Project
 
 DAY_S = 86_400.0
 #: the timers a quiet project or branch sets, by the qualified name of their code
@@ -56,6 +57,7 @@ class HistoryFold:
         self.cp = cp
         self.every_s = every_s
         self.folds = 0
+        self.last_at: float | None = None  # the instant of the latest fold
 
     def start(self) -> None:
         self.cp.history_fold = self
@@ -84,26 +86,36 @@ class HistoryFold:
         self.folds += 1
 
     def _fold_operations(self) -> None:
-        """Each project's ended operations, oldest first up to one still underway, become
-        past operations (columns); those older than `KEPT_S` go (`sim.engine.past_operations`)."""
-        cp = self.cp
-        index = cp.operations
-        oldest_kept = to_us(cp.env.now - KEPT_S)
-        for project in cp.projects.values():
-            ops = project.operations
-            n = 0
-            while n < len(ops) and ops[n].done:
-                n += 1
-            past = project.past_operations
-            if n:
-                if past is None:
-                    past = project.past_operations = PastOperations()
-                past.add(ops[:n])
-                for op in ops[:n]:
-                    index.pop(op.id, None)
-                del ops[:n]
-            if past is not None:
-                past.drop_before(oldest_kept)
+        self.last_at = self.cp.env.now
+        for project in self.cp.projects.values():
+            self.fold_operations(project)
+
+    def fold_operations(self, project: Project) -> None:
+        """The project's ended operations created before the latest fold, oldest first up to
+        one still underway, become past operations (columns); those created more than
+        `KEPT_S` before the fold go (`sim.engine.past_operations`).
+
+        Also called when the compute kernel gives a project back (`sim.api.kernel_advance`):
+        the operations it made before a fold it ran past are filed only then, and go where
+        that fold would have put them, so where the clock stopped changes nothing."""
+        if self.last_at is None:
+            return
+        ops = project.operations
+        before_us = to_us(self.last_at)
+        n = 0
+        while n < len(ops) and ops[n].done and ops[n].created_us < before_us:
+            n += 1
+        past = project.past_operations
+        if n:
+            if past is None:
+                past = project.past_operations = PastOperations()
+            past.add(ops[:n])
+            index = self.cp.operations
+            for op in ops[:n]:
+                index.pop(op.id, None)
+            del ops[:n]
+        if past is not None:
+            past.drop_before(to_us(self.last_at - KEPT_S))
 
     def _fold_connections(self) -> None:
         cp = self.cp

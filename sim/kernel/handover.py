@@ -98,6 +98,23 @@ class RestOfSessions:
     def __init__(self, sessions: Sessions, start: int):
         self.sessions, self.start = sessions, start
 
+    def __getstate__(self) -> dict[str, object]:
+        """Only the sessions not yet given (a snapshot of a month-long feed on its last day
+        holds a day of it, not the month)."""
+        a = self.start
+        return {"sessions": Sessions(*(np.ascontiguousarray(col[a:]) for col in self.sessions)),
+                "start": 0}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        """From a snapshot (a file): columns of one length, a start within them."""
+        sessions, start = state.get("sessions"), state.get("start")
+        if (type(sessions) is not Sessions or type(start) is not int
+                or not all(type(col) is np.ndarray and col.ndim == 1 for col in sessions)
+                or len({len(col) for col in sessions}) != 1
+                or not 0 <= start <= len(sessions.arrival_s)):
+            raise ValueError("a rest of sessions that is not columns of one length")
+        self.sessions, self.start = sessions, start
+
     def __iter__(self) -> RestOfSessions:
         return self
 

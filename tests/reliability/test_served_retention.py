@@ -17,7 +17,7 @@ import dataclasses
 
 import pytest
 
-from sim.api import in_process_client, snapshot
+from sim.api import SimServer, in_process_client, snapshot
 from sim.engine.past_operations import KEPT_S, PastOperations
 from tests.reliability.test_persistence import KEY, digest, ok
 from tests.reliability.test_served_history import _served, _unfolded
@@ -166,5 +166,36 @@ def test_hours_older_than_eight_days_are_summed_by_the_day() -> None:
         seconds = sum(f["compute_time_seconds"] for p in answers[0]["projects"]
                       for f in p["periods"][0]["consumption"])
         assert seconds > 0
+    for api in apis:
+        api.close()
+
+
+def _split(server) -> dict[str, tuple[int, int]]:  # noqa: ANN001
+    """Per project: (past operations, operations held as objects)."""
+    return {p.key: (len(p.past_operations or ()), len(p.operations))
+            for p in server.cp.projects.values()}
+
+
+def test_where_the_clock_stops_does_not_move_the_line_between_past_and_held() -> None:
+    """The kernel files a project's operations when it gives the project back, after the
+    folds it ran past: they go where those folds would have put them. One advance of nine
+    days, hourly advances and the engine alone: the same pages, the same split."""
+    from tests.api.test_served_kernel import fleet
+
+    scenario = fleet(9, web=2, pooled=2, sized=1)
+    worlds = [SimServer(scenario=scenario), SimServer(scenario=scenario),
+              SimServer(scenario=scenario, kernel=False)]
+    worlds[0].advance(9 * DAY_S)
+    for _ in range(9 * 24):
+        worlds[1].advance(3_600)
+    worlds[2].advance(9 * DAY_S)
+    assert worlds[0].advancing.counts["handed"] > 0
+    splits = [_split(w) for w in worlds]
+    assert splits[0] == splits[1] == splits[2]
+    assert all(past > 0 for past, _held in splits[0].values())
+    apis = _apis(*worlds)
+    for p in ok(apis[2].get("projects"))["projects"]:
+        pages = [_all_pages(api, p["id"]) for api in apis]
+        assert pages[0] == pages[1] == pages[2]
     for api in apis:
         api.close()
