@@ -126,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     again = Serve(*options, log=log, timeout=600)
     restart_s = time.perf_counter() - started
     restored = re.findall(r"replayed in ([0-9.]+) s", log.read_text())
+    # what the restart started from: a snapshot (no fleet built), or the whole journal
+    loaded = re.findall(r"snapshot after row (\d+)", log.read_text().split("sim serve:")[-1])
     with httpx.Client(base_url=again.base, timeout=60) as c:
         ok = c.get("/api/v2/projects", headers={"authorization": f"Bearer {again.key}"})
     again.stop()
@@ -138,8 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"longest write: {longest_write:.3f} s; longest read while writing: "
           f"{reader.longest:.3f} s (snapshots every {args.snapshot_every} rows)")
     print(f"longest day step (the world running 86,400 s): {longest_day:.1f} s")
+    start = f"snapshot after row {loaded[0]}" if loaded else "no snapshot: the whole journal"
     print(f"SIGTERM to exit: {sigterm_s:.2f} s; restart until it answers: {restart_s:.2f} s "
-          f"(restore {restored[-1] if restored else '?'} s; answered {ok.status_code})")
+          f"(restore {restored[-1] if restored else '?'} s from {start}; answered "
+          f"{ok.status_code})")
     return 0
 
 
