@@ -147,8 +147,8 @@ def _load_snapshot(journal: Journal, server: SimServer) -> int | None:
 def _collector_paused() -> Iterator[None]:
     """Python's cycle collector off meanwhile. Decoding a world makes hundreds of thousands
     of objects and no garbage; the collector would walk them all again each time its oldest
-    generation filled up: about as long as the decoding itself (0.9 of 2 s for the soak's
-    200 computes after 3 days)."""
+    generation filled up: nearly as long as the decoding itself (0.6-0.9 s of 1.7-2.0 s for
+    the soak's 200 computes after 3 days)."""
     was = gc.isenabled()
     gc.disable()
     try:
