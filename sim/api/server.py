@@ -81,7 +81,31 @@ class Faults:
         return any(start <= t < end for start, end in self.outages)
 
 
+@dataclass
+class FleetBuild:
+    """What building a scenario's fleet leaves beside the world itself. A snapshot keeps it,
+    so a restart from one needs no build (`sim.api.restore`)."""
+
+    #: each instance of the scenario ("shop[0]") -> its project id: what the scenario's
+    #: project-scoped `keys:` are scoped to
+    projects: dict[str, str] = field(default_factory=dict)
+    #: wall seconds the warm-up took here, for the simulated seconds it ran: what a step of
+    #: the fleet costs (`sim.api.realtime_check`); kept, as timing it again would cost a build
+    warm_up_wall_s: float = 0.0
+    warm_up_s: float = 0.0
+
+
+def _on_engine_clock(scenario: Scenario) -> Scenario:
+    """The scenario on the engine's clock, which starts its warm-up before the scenario's
+    start (the fleet is served from there)."""
+    from sim.scenario.warm_up import led_by_warm_up
+
+    return led_by_warm_up(scenario, scenario.warm_up_s)
+
+
 class SimServer:
+    cp: ControlPlane  # the world: built, given, or restored from a snapshot
+
     def __init__(
         self,
         *,
@@ -96,6 +120,7 @@ class SimServer:
         max_body_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
         kernel: bool | None = None,
         advance_step_s: float = ADVANCE_STEP_S,
+        build: bool = True,
     ):
         """A server over a fresh control plane (or a scenario's fleet, or `control_plane`).
 
@@ -103,7 +128,9 @@ class SimServer:
         gives one. `max_body_bytes` None: no cap on request bodies. `kernel`: the
         computes advance in the compute kernel between calls (`sim.api.kernel_advance`);
         None: when serving a scenario's fleet. `advance_step_s`: the longest move of
-        the clock between two looks at the waiting requests (`advance`).
+        the clock between two looks at the waiting requests (`advance`). `build` False
+        (a state file's server, `sim.api.restore`): no world yet; it is restored from a
+        snapshot (`restore_world`) or built (`build_world`) before anything else.
         """
         if not speed > 0:
             raise ValueError("speed must be > 0")
@@ -127,9 +154,8 @@ class SimServer:
         self.kernel = scenario is not None if kernel is None else kernel
         self.advancing: KernelAdvance | None = None  # set by _build / restore_world
         self._engine_scenario: Scenario | None = None  # the scenario on the engine's clock
-        self.warm_up_timed = (0.0, 0.0)
-        self.cp: ControlPlane = control_plane if control_plane is not None else self._served()
-        self._wall_origin = wall() - self.cp.now / self.speed  # a scenario's after its warm-up
+        self.fleet_build = FleetBuild()
+        self._wall_origin = 0.0  # wall() when the world's clock was at 0 (_start_clock)
         self.journal: Journal | None = None  # sim serve --state (sim.api.state_file)
         self.advance_step_s = float(advance_step_s)
         self.snapshot_every: int | None = None  # journal rows between snapshots of the world
@@ -138,8 +164,23 @@ class SimServer:
         self.max_body_bytes = max_body_bytes
         #: seconds a request body may take to arrive whole (408 after); None: no limit
         self.body_timeout_s: float | None = DEFAULT_BODY_TIMEOUT_S
-        self.limiter: RateLimiter | None = None
-        self.configure(rate_limit=rate_limit)
+        self.limiter: RateLimiter | None = None if rate_limit is None else RateLimiter(
+            rate_limit, self.limit_clock)
+        if control_plane is not None:
+            self.cp = control_plane
+            self._start_clock()
+        elif build:
+            self.build_world()
+
+    @property
+    def warm_up_timed(self) -> tuple[float, float]:
+        """(wall s, simulated s) of the fleet's warm-up: what a step of the fleet costs here."""
+        return self.fleet_build.warm_up_wall_s, self.fleet_build.warm_up_s
+
+    def _start_clock(self) -> None:
+        """A realtime clock counts from the world's current instant (a scenario's: after
+        its warm-up; a restored world's: where it stopped)."""
+        self._wall_origin = self._wall() - self.cp.now / self.speed
 
     def configure(self, *, clock: ClockMode | str | None = None, speed: float | None = None,
                   rate_limit: RateLimit | None | EllipsisType = ...,
@@ -152,7 +193,7 @@ class SimServer:
             self.speed = float(speed)
         if clock is not None:
             self.mode = ClockMode(clock)
-        self._wall_origin = self._wall() - self.cp.now / self.speed
+        self._start_clock()
         if not isinstance(rate_limit, EllipsisType):
             self.limiter = None if rate_limit is None else RateLimiter(rate_limit,
                                                                        self.limit_clock)
@@ -160,6 +201,12 @@ class SimServer:
             self.max_body_bytes = max_body_bytes
 
     # -- building -----------------------------------------------------------------------
+    def build_world(self) -> None:
+        """The world made from the seed (and the scenario's fleet, run through its warm-up):
+        a new server's, or a state file's that holds no snapshot it can load."""
+        self.cp = self._served()
+        self._start_clock()
+
     def _served(self) -> ControlPlane:
         """A control plane built to be served: it folds the history no API call reads
         (`sim.engine.history_fold`), once a simulated day."""
@@ -172,6 +219,7 @@ class SimServer:
         if scenario is None:
             cp = ControlPlane(self.config, seed=self.seed, start=DEFAULT_START)
             cp.keep_usage()  # a served world answers its consumption history
+            self.fleet_build = FleetBuild()
             self._engine_scenario = None
             self._kernel_for(cp)
             return cp
@@ -183,7 +231,6 @@ class SimServer:
             schedule_actions,
             schedule_releases,
         )
-        from sim.scenario.warm_up import led_by_warm_up
 
         # the fleet already exists: made a warm-up before the scenario's start, served from it
         warm_up = scenario.warm_up_s
@@ -195,7 +242,7 @@ class SimServer:
                           region_id=scenario.region_id,
                           plan=scenario.plan_of(scenario.projects[0]))
         cp.keep_usage()
-        scenario = led_by_warm_up(scenario, warm_up)
+        scenario = _on_engine_clock(scenario)
         fleet = Fleet()
         placed: list[tuple[Compute, ComputeSpec]] = []
         for inst in scenario.instances():
@@ -213,15 +260,21 @@ class SimServer:
         self.faults = Faults(faults.extra_latency_ms,
                              [(warm_up + o.at, warm_up + o.at + o.duration)
                               for o in faults.outages])
-        self.keys.discard_project_keys()
-        scenario_keys(self.keys, scenario.keys, fleet.projects)
+        built = FleetBuild(dict(fleet.projects))
+        self._scenario_keys(built)
         self._engine_scenario = scenario
         self._kernel_for(cp)
         started = time.perf_counter()
         self._run_until(cp, warm_up)
-        #: (wall s, simulated s) of the warm-up: what a step of the fleet costs here
-        self.warm_up_timed = (time.perf_counter() - started, warm_up)
+        built.warm_up_wall_s, built.warm_up_s = time.perf_counter() - started, warm_up
+        self.fleet_build = built
         return cp
+
+    def _scenario_keys(self, built: FleetBuild) -> None:
+        """The scenario's `keys:`, its project keys scoped to the projects of `built`."""
+        if self.scenario is not None:
+            self.keys.discard_project_keys()
+            scenario_keys(self.keys, self.scenario.keys, built.projects)
 
     def _kernel_for(self, cp: ControlPlane) -> None:
         """The kernel's side of the world `cp` (none with the kernel off)."""
@@ -249,8 +302,7 @@ class SimServer:
             raise conflict("reset", "this server wraps a control plane it did not build")
         with self._section():
             self.faults = Faults()
-            self.cp = self._served()
-            self._wall_origin = self._wall() - self.cp.now / self.speed
+            self.build_world()
             self._journal(Entry("reset", 0.0))
 
     # -- keys ----------------------------------------------------------------------------
@@ -346,13 +398,20 @@ class SimServer:
 
     # -- snapshots of the world (sim serve --state) -------------------------------------------
     def world_state(self) -> tuple[object, ...]:
-        """What a snapshot holds: everything that changes as the world runs."""
-        return self.cp, self.faults, self.actions
+        """What a snapshot holds: everything that changes as the world runs, and what the
+        build of a scenario's fleet left beside it."""
+        return self.cp, self.faults, self.actions, self.fleet_build
 
     def restore_world(self, state: tuple[object, ...]) -> None:
-        cp, faults, actions = state
+        """The world of a snapshot (`world_state`), in place of this server's or before it
+        has one: no fleet is built, what a build sets beside the world is set from it."""
+        cp, faults, actions, built = state
         self.cp, self.faults, self.actions = cp, faults, actions  # type: ignore[assignment]
+        self.fleet_build = built  # type: ignore[assignment]
+        self._scenario_keys(self.fleet_build)
+        self._engine_scenario = None if self.scenario is None else _on_engine_clock(self.scenario)
         self._kernel_for(self.cp)  # a snapshot holds a plain engine world: nothing of it
+        self._start_clock()
 
     def _periodic_snapshot(self, journal: Journal) -> None:
         """A snapshot on the way out of a lock section, encoded by a forked copy of the
