@@ -248,6 +248,7 @@ class Journal(SnapshotWriting):
         self._keys_changed = False
         self._seq_fd: int | None = None
         self.since_snapshot = 0  # entries appended since the last snapshot
+        self._copy: Any = None  # the `Pending` of the latest snapshot, if a copy writes it
         #: a snapshot a forked copy is still writing: (after, the MAC at that row, its
         #: entry, its `snapshot_fork.Pending`)
         self._deferred: tuple[int, bytes, Entry, Any] | None = None
@@ -383,11 +384,20 @@ class Journal(SnapshotWriting):
             self._appended += 1
             if entry.kind in ("snapshot",):
                 self.since_snapshot = 0
+                world = entry.fields.get("world")
+                self._copy = None if isinstance(world, bytes) else world
             elif entry.kind != "key":
                 self.since_snapshot += 1
                 self.last_t = entry.t
             self._cond.notify_all()
             return self._appended
+
+    def copy_writing(self) -> bool:
+        """Whether a forked copy is still writing the latest snapshot: the next one waits for
+        it (one taken now would replace it before it lands, and a world whose snapshots take
+        longer than the rows between them would never get one)."""
+        copy = self._copy
+        return copy is not None and not copy.done()
 
     def _failure(self) -> str:
         return _disk_message(self._failed) if self._failed is not None else "closed"

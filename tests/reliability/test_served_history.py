@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import heapq
+import threading
 import time
 from pathlib import Path
 
@@ -110,4 +111,55 @@ def test_a_periodic_snapshot_from_a_copy_is_what_a_start_loads(tmp_path: Path) -
     kept.open()
     assert 0 < kept.restored.snapshot_after and 0 < kept.restored.entries < 16
     assert digest(kept.server.cp) == before
+    kept.close()
+
+
+class _SlowCopy:
+    """A forked copy's snapshot that lands only when the test lets it."""
+
+    def __init__(self, data: bytes, poke) -> None:  # noqa: ANN001
+        self.data, self.poke, self.landed = data, poke, threading.Event()
+
+    def land(self) -> None:
+        self.landed.set()
+        self.poke()
+
+    def done(self) -> bool:
+        return self.landed.is_set()
+
+    def result(self, timeout: float | None = None) -> bytes | None:
+        return self.data if self.landed.wait(timeout) else None
+
+    def stop(self) -> None:
+        pass
+
+
+def test_a_snapshot_due_while_a_copy_still_writes_waits_for_it(tmp_path: Path,
+                                                               monkeypatch) -> None:  # noqa: ANN001
+    """One taken then would replace the one being written before it lands: a world whose
+    snapshots take longer than the rows between them would never have one."""
+    from sim.api import server as server_module
+    from sim.api import snapshot
+
+    copies: list[_SlowCopy] = []
+
+    def capture(world, poke):  # noqa: ANN001, ANN202
+        copies.append(_SlowCopy(snapshot.dumps(world), poke))
+        return copies[-1]
+
+    monkeypatch.setattr(server_module.snapshot_fork, "capture", capture)
+    kept = Kept(tmp_path / "s.db", {"seed": SEED, "snapshot_every": 3})
+    for n in range(12):  # four snapshots' worth of rows while the first copy writes
+        ok(kept.api.post("projects", json={"project": {"name": f"p{n}"}}), 201)
+    assert len(copies) == 1
+    journal = kept.server.journal
+    copies[0].land()
+    deadline = time.monotonic() + 60
+    while journal._deferred is not None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    ok(kept.api.post("projects", json={"project": {"name": "after"}}), 201)
+    assert len(copies) == 2  # due since long: taken at the first section after it landed
+    after, _t, _data = journal.latest_snapshot()
+    assert 3 <= after < 12  # the first copy's snapshot, committed at the row it was taken after
+    copies[1].land()
     kept.close()
