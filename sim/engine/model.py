@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sim.engine.past_operations import PastOperations
 from sim.rules.connections import AutoscalingConnections, max_connections
 from sim.rules.sizes import Plan
 from sim.rules.states import ComputeState, ComputeType, is_terminal
 from sim.rules.timeouts import effective_suspend_timeout
 
 if TYPE_CHECKING:
+    from sim.engine.past_operations import PastOperations
     from sim.engine.runtime import ComputeRuntime
 
 

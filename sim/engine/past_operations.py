@@ -132,7 +132,7 @@ class PastOperations:
 
     def operation(self, k: int, project_id: str) -> Operation:
         """Operation k, built as it was (but for `started_at` and `retry_at`)."""
-        from sim.engine.model import Operation
+        from sim.engine.model import Operation  # the model names this class for its type only
 
         names = self.names
         branch, endpoint = int(self.branch[k]), int(self.endpoint[k])

@@ -109,7 +109,10 @@ def test_a_periodic_snapshot_from_a_copy_is_what_a_start_loads(tmp_path: Path) -
     kept.api.close()
     journal.close()  # no snapshot at the stop: the periodic one is the latest
     kept.open()
-    assert 0 < kept.restored.snapshot_after and 0 < kept.restored.entries < 16
+    # 16 rows (8 projects, 8 clock moves); where the latest periodic snapshot fell among
+    # them depends on how fast its copy wrote: a start replays exactly the rows after it
+    assert 0 < kept.restored.snapshot_after <= 16
+    assert kept.restored.snapshot_after + kept.restored.entries == 16
     assert digest(kept.server.cp) == before
     kept.close()
 
