@@ -53,9 +53,11 @@ def status_mib(pid: int, field: str = "VmRSS") -> float:
 def settled_rss_mib(pid: int, limit_s: float = 30.0) -> float:
     """RSS once no forked copy is writing a snapshot: a copy's bytes pass through the
     server on their way to the file, and are given back once committed."""
-    children = Path(f"/proc/{pid}/task/{pid}/children")
+    def copies() -> bool:  # a fork is listed under the thread that made it
+        return any(p.read_text().split() for p in Path(f"/proc/{pid}/task").glob("*/children"))
+
     deadline = time.monotonic() + limit_s
-    while children.read_text().split() and time.monotonic() < deadline:
+    while copies() and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.3)  # the writer commits what arrived
     return status_mib(pid)

@@ -85,6 +85,8 @@ READ_ONLY_ROUTES = frozenset({"/_sim/auth/query"})
 BODY = b"request body"
 #: seconds a stop waits for a snapshot a forked copy is still writing
 CLOSE_WAIT_S = 5.0
+#: seconds a due snapshot waits for the copy still writing the last one (then it is ended)
+COPY_WAIT_S = 60.0
 
 SCHEMA = """
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -392,12 +394,22 @@ class Journal(SnapshotWriting):
             self._cond.notify_all()
             return self._appended
 
-    def copy_writing(self) -> bool:
-        """Whether a forked copy is still writing the latest snapshot: the next one waits for
-        it (one taken now would replace it before it lands, and a world whose snapshots take
-        longer than the rows between them would never get one)."""
+    def wait_for_copy(self, limit_s: float = COPY_WAIT_S) -> bool:
+        """Let the snapshot a forked copy is still writing land before the next is taken
+        (True: none is being written any more). The next would replace it before it lands:
+        a world whose snapshots take longer to write than the rows between them would never
+        have one, and a start after a crash would replay ever more rows. Waiting keeps the
+        rows a start replays below twice `--snapshot-every`; it makes a request wait only
+        when writes outpace the copies. A copy stuck past `limit_s` is ended."""
         copy = self._copy
-        return copy is not None and not copy.done()
+        if copy is None or copy.done():
+            return True
+        if copy.result(timeout=limit_s) is None and not copy.done():
+            log.error("state file %s: a snapshot's copy took over %.0f s; ended, the next "
+                      "snapshot is taken instead", self.path, limit_s)
+            copy.stop()
+            return False
+        return True
 
     def _failure(self) -> str:
         return _disk_message(self._failed) if self._failed is not None else "closed"

@@ -541,8 +541,8 @@ class SimServer:
                         if self.mode is ClockMode.REALTIME:
                             journal.note_clock(self.cp.now)
                         every = self.snapshot_every
-                        if (every is not None and journal.since_snapshot >= every
-                                and not journal.copy_writing()):
+                        if every is not None and journal.since_snapshot >= every:
+                            journal.wait_for_copy()  # the last one lands first
                             self._periodic_snapshot(journal)
                         seen = journal.appended
         finally:

@@ -55,7 +55,7 @@ class HistoryFold:
 
     def __init__(self, cp: ControlPlane, every_s: float = DAY_S):
         self.cp = cp
-        self.every_s = every_s
+        self.every_s = float(every_s)
         self.folds = 0
         self.last_at: float | None = None  # the instant of the latest fold
 
@@ -85,25 +85,43 @@ class HistoryFold:
             cp.usage.fold_days(cp.env.now - HOURLY_S)
         self.folds += 1
 
+    def check_restored(self) -> None:
+        """From a snapshot (a file): a fold's own figures, and what each project keeps of its
+        past operations (a value of another kind would fail the first call that reads it)."""
+        if not (type(self.folds) is int and type(self.every_s) is float and self.every_s > 0
+                and (self.last_at is None
+                     or (type(self.last_at) is float and math.isfinite(self.last_at)))):
+            raise ValueError("a history fold of no instant")
+        for p in self.cp.projects.values():
+            past = p.past_operations
+            if past is None:
+                continue
+            if type(past) is not PastOperations:
+                raise ValueError("a project whose past operations are not past operations")
+            if len(past) and p.operations and past.created_us[-1] >= p.operations[0].created_us:
+                raise ValueError("a project whose past operations are not its oldest")
+
     def _fold_operations(self) -> None:
-        self.last_at = self.cp.env.now
+        self.last_at = float(self.cp.env.now)
         for project in self.cp.projects.values():
             self.fold_operations(project)
 
     def fold_operations(self, project: Project) -> None:
-        """The project's ended operations created before the latest fold, oldest first up to
-        one still underway, become past operations (columns); those created more than
+        """The project's operations that had ended by the latest fold, oldest first up to one
+        that had not, become past operations (columns); those created more than
         `KEPT_S` before the fold go (`sim.engine.past_operations`).
 
         Also called when the compute kernel gives a project back (`sim.api.kernel_advance`):
         the operations it made before a fold it ran past are filed only then, and go where
-        that fold would have put them, so where the clock stopped changes nothing."""
+        that fold would have put them (those that had ended by its instant), so where the
+        clock stopped changes nothing."""
         if self.last_at is None:
             return
         ops = project.operations
-        before_us = to_us(self.last_at)
+        at = self.last_at
         n = 0
-        while n < len(ops) and ops[n].done and ops[n].created_us < before_us:
+        # ended by the fold's instant (`updated_at`: when it ended), as the fold itself saw it
+        while n < len(ops) and ops[n].done and ops[n].updated_at <= at:
             n += 1
         past = project.past_operations
         if n:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sim.rules.operations import Action
-from sim.rules.states import OperationStatus
+from sim.rules.states import OperationStatus, is_terminal
 
 if TYPE_CHECKING:
     from sim.engine.model import Operation
@@ -34,8 +34,20 @@ if TYPE_CHECKING:
 DAY_S = 86_400.0
 #: how long a served world keeps an operation that has ended (from its creation)
 KEPT_S = 7 * DAY_S
-_ACTIONS = [a.value for a in Action]
-_STATUSES = [s.value for s in OperationStatus]
+#: the codes of actions and statuses in the columns: this module's own table, so a code in
+#: a snapshot means what it meant when written (a changed table is a changed module, whose
+#: snapshots are read as another version's); a new action is added at the end
+_ACTIONS = ("apply_config", "apply_storage_config", "check_availability", "create_branch",
+            "create_timeline", "delete_tenant", "start_compute", "suspend_compute",
+            "tenant_attach", "tenant_detach", "tenant_reattach", "timeline_archive",
+            "timeline_unarchive")
+_STATUSES = ("finished", "skipped", "cancelled")  # the statuses an ended operation has
+assert set(_ACTIONS) == {a.value for a in Action}, "every action needs a code here"
+assert set(_STATUSES) == {s.value for s in OperationStatus if is_terminal(s.value)}
+#: the characters of an operation id (a UUID)
+_ID_BYTES = np.frombuffer(b"0123456789abcdef-", np.uint8)
+#: stamps a clock can print (the years 1970 to 2200)
+_MAX_US = 7_258_118_400 * 1_000_000
 _ACTION_CODE = {name: code for code, name in enumerate(_ACTIONS)}
 _STATUS_CODE = {name: code for code, name in enumerate(_STATUSES)}
 _NONE = -1  # no branch, no compute
@@ -169,8 +181,15 @@ class PastOperations:
             if n and not (column.min() >= _NONE and column.max() < len(self.names)):
                 raise ValueError("past operations naming a branch it does not have")
         if n and (self.action.max() >= len(_ACTIONS) or self.status.max() >= len(_STATUSES)):
-            raise ValueError("past operations of unknown actions")
+            raise ValueError("past operations of unknown actions or not ended")
         if n > 1 and not bool(np.all(np.diff(self.created_us) > 0)):
             raise ValueError("past operations out of order")
+        if n and not (0 <= int(self.created_us[0]) and int(self.created_us[-1]) < _MAX_US):
+            raise ValueError("past operations created at no instant a clock shows")
+        if not (bool(np.all(np.isfinite(self.updated_at)))
+                and not bool(np.any(np.isinf(self.finished_at)))):
+            raise ValueError("past operations updated at no instant")
+        if not bool(np.all(np.isin(self.ids.view(np.uint8), _ID_BYTES))):
+            raise ValueError("past operations whose ids are not UUIDs")
         if not all(type(k) is int and type(v) is str for k, v in self.errors.items()):
             raise ValueError("past operations with errors of no operation")

@@ -109,7 +109,8 @@ class RestOfSessions:
         """From a snapshot (a file): columns of one length, a start within them."""
         sessions, start = state.get("sessions"), state.get("start")
         if (type(sessions) is not Sessions or type(start) is not int
-                or not all(type(col) is np.ndarray and col.ndim == 1 for col in sessions)
+                or not all(type(col) is np.ndarray and col.ndim == 1
+                           and col.dtype == np.float64 for col in sessions)
                 or len({len(col) for col in sessions}) != 1
                 or not 0 <= start <= len(sessions.arrival_s)):
             raise ValueError("a rest of sessions that is not columns of one length")

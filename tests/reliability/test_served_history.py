@@ -118,20 +118,22 @@ def test_a_periodic_snapshot_from_a_copy_is_what_a_start_loads(tmp_path: Path) -
 
 
 class _SlowCopy:
-    """A forked copy's snapshot that lands only when the test lets it."""
+    """A forked copy's snapshot that lands when someone waits for it (as a slow copy does
+    once the wait has lasted long enough)."""
 
     def __init__(self, data: bytes, poke) -> None:  # noqa: ANN001
         self.data, self.poke, self.landed = data, poke, threading.Event()
-
-    def land(self) -> None:
-        self.landed.set()
-        self.poke()
+        self.waited = False
 
     def done(self) -> bool:
         return self.landed.is_set()
 
     def result(self, timeout: float | None = None) -> bytes | None:
-        return self.data if self.landed.wait(timeout) else None
+        if not self.landed.is_set() and (timeout is None or timeout > 0):
+            self.waited = True
+            self.landed.set()
+            self.poke()
+        return self.data if self.landed.is_set() else None
 
     def stop(self) -> None:
         pass
@@ -140,29 +142,29 @@ class _SlowCopy:
 def test_a_snapshot_due_while_a_copy_still_writes_waits_for_it(tmp_path: Path,
                                                                monkeypatch) -> None:  # noqa: ANN001
     """One taken then would replace the one being written before it lands: a world whose
-    snapshots take longer than the rows between them would never have one."""
+    snapshots take longer to write than the rows between them would never have one. So the
+    copy still writing lands first: never two at once, and a start after a crash replays
+    fewer than twice `snapshot_every` rows."""
     from sim.api import server as server_module
     from sim.api import snapshot
 
     copies: list[_SlowCopy] = []
 
     def capture(world, poke):  # noqa: ANN001, ANN202
+        assert all(c.landed.is_set() for c in copies)  # the last one landed first
         copies.append(_SlowCopy(snapshot.dumps(world), poke))
         return copies[-1]
 
     monkeypatch.setattr(server_module.snapshot_fork, "capture", capture)
-    kept = Kept(tmp_path / "s.db", {"seed": SEED, "snapshot_every": 3})
-    for n in range(12):  # four snapshots' worth of rows while the first copy writes
+    every = 3
+    kept = Kept(tmp_path / "s.db", {"seed": SEED, "snapshot_every": every})
+    for n in range(13):
         ok(kept.api.post("projects", json={"project": {"name": f"p{n}"}}), 201)
-    assert len(copies) == 1
-    journal = kept.server.journal
-    copies[0].land()
-    deadline = time.monotonic() + 60
-    while journal._deferred is not None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    ok(kept.api.post("projects", json={"project": {"name": "after"}}), 201)
-    assert len(copies) == 2  # due since long: taken at the first section after it landed
-    after, _t, _data = journal.latest_snapshot()
-    assert 3 <= after < 12  # the first copy's snapshot, committed at the row it was taken after
-    copies[1].land()
+    assert len(copies) == 4 and all(c.waited for c in copies[:3])  # each waited for
+    before = digest(kept.server.cp)
+    kept.api.close()
+    kept.server.journal.close(0.0)  # as a crash: the last copy has not landed
+    kept.open()
+    assert kept.restored.snapshot_after == 3 * every  # the last that landed
+    assert 0 < kept.restored.entries < 2 * every and digest(kept.server.cp) == before
     kept.close()

@@ -117,25 +117,59 @@ def test_past_operations_survive_a_snapshot() -> None:
                 == [dataclasses.astuple(op) for op in past.operations(pid)])
 
 
-@pytest.mark.parametrize("spoil", ["order", "branch", "action", "column"])
+def _spoil(past: PastOperations, column: str, at: int, value) -> None:  # noqa: ANN001
+    spoiled = getattr(past, column).copy()
+    spoiled[at] = value
+    setattr(past, column, spoiled)
+
+
+SPOILS = {  # what a file could say that no world holds, and the error it must bring
+    "order": (lambda p, past: setattr(past, "created_us", past.created_us[::-1].copy()),
+              "out of order"),
+    "branch": (lambda p, past: _spoil(past, "branch", 0, len(past.names) + 5), "branch"),
+    "action": (lambda p, past: _spoil(past, "action", 0, 250), "unknown actions"),
+    "status": (lambda p, past: _spoil(past, "status", 0, 3), "not ended"),
+    "column": (lambda p, past: setattr(past, "updated_at", past.updated_at[:-1].copy()),
+               "not a column"),
+    "id": (lambda p, past: _spoil(past, "ids", 0, b"\xff" * 36), "not UUIDs"),
+    "nan": (lambda p, past: _spoil(past, "updated_at", 0, float("nan")), "no instant"),
+    "stamp": (lambda p, past: _spoil(past, "created_us", 0, -2**62), "no instant"),
+    "newer": (lambda p, past: _spoil(past, "created_us", -1, p.operations[0].created_us),
+              "not its oldest"),
+    "field": (lambda p, past: setattr(p, "past_operations", 5), "are not past operations"),
+}
+
+
+@pytest.mark.parametrize("spoil", sorted(SPOILS))
 def test_past_operations_a_snapshot_could_not_hold_are_refused(spoil: str) -> None:
-    server = _served(1)
+    """Refused when the snapshot is read, before any answer could trip on them."""
+    server = _served(1.5)
     project = next(p for p in server.cp.projects.values()
-                   if p.past_operations is not None and len(p.past_operations) > 2)
-    past: PastOperations = project.past_operations
-    if spoil == "order":
-        past.created_us = past.created_us[::-1].copy()
-    elif spoil == "branch":
-        past.branch = past.branch.copy()
-        past.branch[0] = len(past.names) + 5
-    elif spoil == "action":
-        past.action = past.action.copy()
-        past.action[0] = 250
-    else:
-        past.updated_at = past.updated_at[:-1].copy()
+                   if p.past_operations is not None and len(p.past_operations) > 2
+                   and p.operations)
+    how, message = SPOILS[spoil]
+    how(project, project.past_operations)
     data = snapshot.dumps(server.world_state())
-    with pytest.raises(snapshot.Refused, match="past operations"):
+    with pytest.raises(snapshot.Refused, match=message):
         snapshot.loads(data)
+
+
+def test_a_rest_of_sessions_of_another_kind_is_refused() -> None:
+    from sim.kernel.handover import RestOfSessions
+    from sim.kernel.physics_run import Sessions
+
+    from tests.api.test_served_kernel import fleet
+
+    server = SimServer(scenario=fleet(1, web=1, pooled=1, sized=1))
+    server.advance(3_600)
+    feeds = [c.runtime.feed for c in server.cp.computes.values()
+             if c.runtime is not None and type(c.runtime.feed) is RestOfSessions]
+    assert feeds
+    s = feeds[0].sessions
+    snapshot.loads(snapshot.dumps(server.world_state()))  # as it is: read back
+    feeds[0].sessions = Sessions(s.arrival_s.astype("S8"), *s[1:])
+    with pytest.raises(snapshot.Refused, match="rest of sessions"):
+        snapshot.loads(snapshot.dumps(server.world_state()))
 
 
 def test_hours_older_than_eight_days_are_summed_by_the_day() -> None:
@@ -199,3 +233,27 @@ def test_where_the_clock_stops_does_not_move_the_line_between_past_and_held() ->
         assert pages[0] == pages[1] == pages[2]
     for api in apis:
         api.close()
+
+
+def test_an_operation_underway_at_a_fold_stays_held_whoever_runs_the_day() -> None:
+    """Stopped in the middle of a day, with operations that fail and retry across midnight:
+    the kernel's give-back moves only what had ended by the fold's instant, as the fold
+    itself did in the engine's world."""
+    from sim.scenario.loader import parse_scenario
+    from tests.api import test_served_kernel as served
+
+    text = (served.FLEET.replace("operation_failure_rate: 0.02", "operation_failure_rate: 0.3")
+            .replace("arrivals: {{kind: poisson, per_hour: 0.3}}",
+                     "arrivals: {{kind: poisson, per_hour: 40}}")
+            .replace("session: {{dist: exponential, mean_s: 120}}",
+                     "session: {{dist: exponential, mean_s: 5}}"))
+    scenario = parse_scenario(text.format(days=3, web=12, pooled=1, sized=1, seed=3))
+    stop = 2.5 * DAY_S
+    worlds = [SimServer(scenario=scenario), SimServer(scenario=scenario),
+              SimServer(scenario=scenario, kernel=False)]
+    worlds[0].advance(stop - worlds[0].cp.now)
+    while worlds[1].cp.now < stop:
+        worlds[1].advance(min(3_600, stop - worlds[1].cp.now))
+    worlds[2].advance(stop - worlds[2].cp.now)
+    splits = [_split(w) for w in worlds]
+    assert splits[0] == splits[1] == splits[2]

@@ -174,7 +174,7 @@ def test_a_snapshot_bounds_what_a_restart_replays(tmp_path: Path) -> None:
         kept.server.journal.close()  # as a crash: no snapshot at the stop  # type: ignore[union-attr]
         kept.open()
         assert kept.restored.snapshot_after > 0
-        assert kept.restored.entries <= every
+        assert kept.restored.entries < 2 * every  # the last copy may not have landed
         assert digest(kept.server.cp) == before
         kept.server.close_state()  # a clean stop snapshots: nothing to replay
         kept.open()
