@@ -157,7 +157,6 @@ def test_past_operations_a_snapshot_could_not_hold_are_refused(spoil: str) -> No
 def test_a_rest_of_sessions_of_another_kind_is_refused() -> None:
     from sim.kernel.handover import RestOfSessions
     from sim.kernel.physics_run import Sessions
-
     from tests.api.test_served_kernel import fleet
 
     server = SimServer(scenario=fleet(1, web=1, pooled=1, sized=1))
