@@ -16,12 +16,10 @@ replayed world fold at the same instants and stay equal):
 - timers that can no longer do anything (a detach or archive timer of a project or
   branch that has been active since it was set: it would find `idle_since` changed
   and return) are taken off the event heap. The rest keep their place, so events
-  fire in the same order as they would have.
-
+  fire in the same order as they would have;
 - operations that have ended move to columns of their project (`sim.engine.past_operations`),
   where they are still listed and read as before, for a week (`KEPT_S`) from their
-  creation; older ones go, but for those that made a branch.
-
+  creation; older ones go, but for those that made a branch;
 - the usage ledger's hours older than `HOURLY_S` (8 days) become one cell a UTC day
   (the consumption history reaches back 168 hours by the hour, further only by the
   day or month, which add the same seconds).

@@ -140,16 +140,23 @@ SPOILS = {  # what a file could say that no world holds, and the error it must b
 }
 
 
+@pytest.fixture(scope="module")
+def day_and_a_half() -> bytes:
+    """A served world after a day and a half, as a snapshot (each test spoils a copy)."""
+    return snapshot.dumps(_served(1.5).world_state())
+
+
 @pytest.mark.parametrize("spoil", sorted(SPOILS))
-def test_past_operations_a_snapshot_could_not_hold_are_refused(spoil: str) -> None:
+def test_past_operations_a_snapshot_could_not_hold_are_refused(spoil: str,
+                                                              day_and_a_half: bytes) -> None:
     """Refused when the snapshot is read, before any answer could trip on them."""
-    server = _served(1.5)
-    project = next(p for p in server.cp.projects.values()
+    world = snapshot.loads(day_and_a_half)
+    project = next(p for p in world[0].projects.values()
                    if p.past_operations is not None and len(p.past_operations) > 2
                    and p.operations)
     how, message = SPOILS[spoil]
     how(project, project.past_operations)
-    data = snapshot.dumps(server.world_state())
+    data = snapshot.dumps(world)
     with pytest.raises(snapshot.Refused, match=message):
         snapshot.loads(data)
 
