@@ -1,4 +1,5 @@
-"""Memory a served world has freed, given back to the system after its daily fold.
+"""Memory a served world has freed, given back to the system: after its daily fold, and
+after the journal commits a snapshot's bytes.
 
 Each simulated day a served world moves its ended operations into columns that
 grow by a day's worth and drops a day's objects (`sim.engine.history_fold`).
@@ -6,7 +7,8 @@ CPython frees them, but glibc keeps the freed pages of its heap for the process:
 the holes the growing columns leave are too small to reuse, so the resident
 size crept up by some 4 MiB a simulated day for 200 computes while the live
 state stayed flat. `malloc_trim(0)` hands those pages back (about 1 ms); where
-there is no glibc it does nothing.
+there is no glibc it does nothing. A snapshot's bytes (tens of MB through the pipe,
+sealed, committed) would otherwise stay in the heap too, a snapshot's worth each time.
 """
 
 from __future__ import annotations

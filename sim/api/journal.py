@@ -62,9 +62,9 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from sim.api import integrity
+from sim.api import freed_memory, integrity
 from sim.api.integrity import HEAD, JOURNAL_COLUMNS, KEYS_MAC, MAC, SNAPSHOT_MAC, StateError
-from sim.api.journal_snapshot import SNAPSHOT, SnapshotWriting, release_freed_memory
+from sim.api.journal_snapshot import SNAPSHOT, SnapshotWriting
 from sim.api.keys import ApiKey, KeyKind, KeyRecord, secret_sha256
 from sim.api.limits import ClientGone, read_body, replay_body
 
@@ -476,7 +476,7 @@ class Journal(SnapshotWriting):
                 self._cond.notify_all()
             if self._trim:
                 self._trim = False
-                release_freed_memory()
+                freed_memory.give_back()  # a snapshot's bytes (glibc keeps them otherwise)
 
     def _commit(self, batch: list[Entry]) -> None:
         conn = self._conn

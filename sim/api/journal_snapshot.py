@@ -10,7 +10,6 @@ meanwhile are not held for it. A stop waits for it a little, then gives it up.
 
 from __future__ import annotations
 
-import ctypes
 import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
@@ -22,15 +21,6 @@ if TYPE_CHECKING:
 
 #: associated data of a sealed snapshot (with the file's id): a body cannot pass for one
 SNAPSHOT = b"snapshot"
-
-
-def release_freed_memory() -> None:
-    """Give the memory of a snapshot's bytes back to the system (glibc keeps large freed
-    blocks in its heap otherwise: the server's memory would grow by a snapshot each time)."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
 
 
 class SnapshotWriting:
