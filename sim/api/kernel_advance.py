@@ -14,7 +14,9 @@ release, and at a scripted call that names no project of the scenario):
    there, the engine takes it back at t1, before anything due at t1. Busy
    there (a start underway, clients waiting), it is run again up to an
    earlier instant where it has settled, and the engine takes it back then
-   (in the worst case at the hand-over's own instant). A scripted call inside
+   (in the worst case at the hand-over's own instant; where even that cannot
+   be done exactly, the hand-over is undone and the engine keeps the project
+   for a while, as for one that has not settled). A scripted call inside
    the step that names the project is an end of its own for that project (the
    engine holds it at the call, as in `sim run`). A project given back before
    t1 is handed to the kernel again once it has settled;
@@ -53,6 +55,7 @@ from sim.scenario.handover import (
     idle_timers,
     next_tick,
     take,
+    untake,
 )
 from sim.scenario.kernel_run import HandBack, Workloads, checks_of, segment_to_call
 from sim.scenario.schema import ComputeSpec, Scenario
@@ -96,7 +99,8 @@ class KernelAdvance:
         self._rounds: dict[str, tuple[float, int, int]] = {}  # see _queued_rounds
         self._rounds_at = -math.inf
         #: what the steps did: projects handed over, taken back early, looks at busy ones
-        self.counts = {"steps": 0, "handed": 0, "early": 0, "at_hand_over": 0, "looks": 0}
+        self.counts = {"steps": 0, "handed": 0, "early": 0, "at_hand_over": 0, "looks": 0,
+                       "kept": 0}
 
     # -- the clock ----------------------------------------------------------------------------
     def run_until(self, t: float) -> None:
@@ -170,8 +174,11 @@ class KernelAdvance:
                     self.counts["early" if back_at > at else "at_hand_over"] += 1
                 held[project_id] = _Held(taken, back_at, *run)
                 return True
-        raise RuntimeError(f"project {project_id}: the kernel cannot give it back even at "
-                           f"its hand-over instant {at}")
+        # not even there (an idle clock of its storage rings at this very instant, say):
+        # the engine keeps it as it was, and it is looked at again a little later
+        untake(cp, taken)
+        self.counts["kept"] += 1
+        return False
 
     def _next_call(self, key: str, after: float) -> float:
         """The instant of the next scripted call naming the project (inf: none)."""

@@ -148,7 +148,8 @@ class HistoryFold:
 
     def _drop_spent_timers(self) -> None:
         queue = self.cp.env._queue  # noqa: SLF001 - SimPy keeps its heap there
-        kept = [item for item in queue if not _spent(item[3])]
+        held = self.cp.kernel_storage
+        kept = [item for item in queue if not _spent(item[3], held)]
         if len(kept) != len(queue):
             heapq.heapify(kept)  # (time, priority, event id): the same order as before
             queue[:] = kept
@@ -159,8 +160,11 @@ def _cells(fn: Any) -> dict[str, Any]:
                     strict=True))
 
 
-def _spent(event: Any) -> bool:
-    """A detach or archive timer whose project or branch has been active since it was set."""
+def _spent(event: Any, held: set[str]) -> bool:
+    """A detach or archive timer whose project or branch has been active since it was set.
+    Not one of a project the kernel holds (`held`): its idle clocks read None while it does
+    (the kernel's replay keeps them), and the engine needs the timer when it takes the
+    project back."""
     callbacks = event.callbacks
     if not callbacks or len(callbacks) != 1:
         return False
@@ -173,4 +177,7 @@ def _spent(event: Any) -> bool:
         return False
     cells = _cells(fn)
     target, since = cells.get(what), cells.get("now")
-    return target is not None and target.idle_since != since
+    if target is None:
+        return False
+    project_id = target.id if what == "project" else target.project_id
+    return project_id not in held and target.idle_since != since

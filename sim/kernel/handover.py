@@ -180,6 +180,15 @@ def hand_over(cp: ControlPlane, c: Compute, tick: tuple[float, float] | None) ->
     return Handover(c, cp.now, f, i, heaps, tick)
 
 
+def take_back(cp: ControlPlane, h: Handover) -> None:
+    """Undo `hand_over` at its own instant, before the kernel ran anything: the engine holds
+    `c` as it did (its pending timer event, made stale by the hand-over, counts again)."""
+    rt = h.compute.runtime
+    assert rt is not None and cp.now == h.at
+    rt.external = False
+    rt.armed_at = float(h.f[k.ARMED_AT])
+
+
 def resume_compute(cp: ControlPlane, h: Handover, sessions: Sessions, until: float,
                    checks: tuple[float, float] | None, gates: Gates | None = None,
                    to_call: bool = False) -> Advanced:
@@ -208,4 +217,4 @@ class Taken:
 
 
 __all__ = ["Handover", "RestOfSessions", "Taken", "can_resume", "give_to_engine", "hand_over",
-           "resume_compute", "settled"]
+           "resume_compute", "settled", "take_back"]

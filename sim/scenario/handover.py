@@ -25,7 +25,7 @@ from sim.engine.control_plane import ControlPlane
 from sim.engine.model import Compute
 from sim.engine.operation_rows import OperationColumns, file_rows
 from sim.engine.scheduling import timeout_at
-from sim.kernel.handover import Taken, can_resume, give_to_engine, hand_over, settled
+from sim.kernel.handover import Taken, can_resume, give_to_engine, hand_over, settled, take_back
 from sim.kernel.physics_run import Tie, op_order
 from sim.kernel.storage_replay import (
     settle_storage,
@@ -135,6 +135,18 @@ def take(cp: ControlPlane, project_id: str) -> Taken | None:
         branch.idle_since = None
     cp.kernel_storage.add(project_id)  # the engine's idle clocks ring for nothing meanwhile
     return Taken(project_id, cp.now, [hand_over(cp, c, tick) for c, tick in chosen], quiet)
+
+
+def untake(cp: ControlPlane, taken: Taken) -> None:
+    """Undo `take` at its own instant, before the kernel ran anything: the engine holds the
+    project exactly as before (its idle clocks, pending all along, count again)."""
+    project = cp.projects[taken.project_id]
+    for h in taken.handovers:
+        take_back(cp, h)
+    project.idle_since = taken.quiet_since["project"]
+    for b in project.branches:
+        cp.branches[b].idle_since = taken.quiet_since[f"branch:{b}"]
+    cp.kernel_storage.discard(taken.project_id)
 
 
 def schedule_handovers(cp: ControlPlane, scenario: Scenario, projects: dict[str, str],
@@ -266,4 +278,4 @@ class HandBack(Exception):
 
 
 __all__ = ["Taken", "action_keys", "call_instants", "give_segment", "idle_timers", "schedule_calls",
-           "schedule_handovers", "take"]
+           "schedule_handovers", "take", "untake"]

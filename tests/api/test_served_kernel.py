@@ -13,13 +13,14 @@ hourly advances, and `sim run` of the same scenario give the same figures.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sim.api import SimServer, in_process_client
 from sim.api.client import SimClient
-from sim.scenario.loader import parse_scenario
+from sim.scenario.loader import load_scenario, parse_scenario
 from sim.scenario.runner import run_scenario
 
 FLEET = """
@@ -217,3 +218,109 @@ def test_the_engine_holds_every_project_between_advances() -> None:
     assert not cp.kernel_storage
     assert not any(c.runtime.external for c in cp.computes.values() if c.runtime is not None)
     assert server.advancing is not None and server.advancing.counts["handed"] > 0
+
+
+def churn_call(rng: random.Random, api: SimClient) -> tuple[str, str, dict | None]:
+    """A call of a world that grows and shrinks by API calls: projects, branches with and
+    without a compute, computes and branches deleted, and long moves of the clock (days,
+    so branches archive and projects detach while the kernel holds them)."""
+    kind = rng.choice(["advance", "long", "project", "branch", "bare", "endpoint",
+                       "delete_endpoint", "delete_branch", "connect"])
+    if kind == "advance":
+        return "SIM", "advance", {"seconds": round(rng.uniform(1.0, 20_000.0), 3)}
+    if kind == "long":
+        return "SIM", "advance", {"seconds": round(rng.uniform(1.0, 6.0) * 86_400, 3)}
+    if kind == "project":
+        return "POST", "projects", {"project": {}}
+    projects = api.get("projects", params={"limit": 400}).json()["projects"]
+    pid = rng.choice(sorted(p["id"] for p in projects))
+    branches = api.get(f"projects/{pid}/branches").json()["branches"]
+    endpoints = api.get(f"projects/{pid}/endpoints").json()["endpoints"]
+    if kind == "branch":
+        return "POST", f"projects/{pid}/branches", {"endpoints": [{"type": "read_write"}]}
+    if kind == "bare":  # a branch without a compute: its storage alone ages
+        return "POST", f"projects/{pid}/branches", {"branch": {"name": f"b{rng.randint(0, 9999)}"}}
+    if kind == "endpoint":
+        branch = rng.choice(sorted(b["id"] for b in branches))
+        return "POST", f"projects/{pid}/endpoints", {
+            "endpoint": {"branch_id": branch, "type": "read_only"}}
+    if kind == "delete_branch":
+        plain = sorted(b["id"] for b in branches if not b.get("default"))
+        if plain:
+            return "DELETE", f"projects/{pid}/branches/{rng.choice(plain)}", None
+    if not endpoints:
+        return "GET", f"projects/{pid}/operations?limit=50", None
+    ep = rng.choice(sorted(e["id"] for e in endpoints))
+    if kind == "delete_endpoint":
+        return "DELETE", f"projects/{pid}/endpoints/{ep}", None
+    return "SIM", "connections", {"project_id": pid, "endpoint_id": ep,
+                                  "count": rng.randint(1, 10),
+                                  "duration_seconds": rng.uniform(1, 600)}
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_long_advances_over_a_changing_world_never_fail(seed: int) -> None:
+    """Branches and computes made and deleted between moves of days: every call answers as
+    the engine alone does, none with a 5xx (the kernel's hand-over may have to be undone when
+    an idle clock rings at its very instant; the engine then keeps the project a while)."""
+    kernel, engine = two_worlds(fleet(30, web=2, pooled=1, sized=1, seed=seed))
+    rng = random.Random(seed)
+    statuses = []
+    for n in range(60):
+        call = churn_call(rng, engine)
+        expected = answer(engine, call)
+        got = answer(kernel, call)
+        assert got == expected, f"call {n}: {call}"
+        statuses.append(got[0])
+    assert all(s < 500 for s in statuses)
+    assert statuses.count(201) + statuses.count(200) > 40
+    assert kernel.server.advancing.counts["handed"] > 20
+    for pid in [p["id"] for p in engine.get("projects?limit=400").json()["projects"]]:
+        for path in (f"projects/{pid}/operations?limit=400", f"projects/{pid}/branches",
+                     f"projects/{pid}/endpoints"):
+            assert answer(kernel, ("GET", path, None)) == answer(engine, ("GET", path, None))
+
+
+def test_a_branch_archiving_after_a_fold_under_the_kernel_answers_as_the_engine() -> None:
+    """The quickstart with a project made by calls, and a branch of it without a compute,
+    moved 15 days at once: the daily fold runs while the kernel holds the project, and
+    must leave the branch's archive timer alone (its idle clock reads None meanwhile), so
+    that the archive happens at 14 days as with the engine alone."""
+    scenario = load_scenario(Path(__file__).parents[2] / "scenarios" / "quickstart.yaml")
+    answers = []
+    for on in (True, False):
+        api = in_process_client(SimServer(scenario=scenario, kernel=on))
+        pid = api.post("projects", json={"project": {}}).json()["project"]["id"]
+        assert api.post(f"projects/{pid}/branches",
+                        json={"branch": {"name": "plain"}}).status_code == 201
+        answers.append([answer(api, ("SIM", "advance", {"seconds": 1_296_000}))]
+                       + [answer(api, ("GET", path, None)) for path in (
+                           f"projects/{pid}/operations?limit=400", f"projects/{pid}/branches",
+                           f"projects/{pid}/endpoints")])
+    assert answers[0][0][0] == 200
+    assert "timeline_archive" in [o["action"] for o in answers[1][1][1]["operations"]]
+    assert answers[0] == answers[1]
+
+
+def test_a_project_the_kernel_cannot_give_back_stays_with_the_engine(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the kernel cannot run a project to any instant the engine could take it back
+    at (not even its hand-over's), the hand-over is undone: the engine keeps the project,
+    the advance answers 200, and every answer is the engine alone's."""
+    from sim.api.kernel_advance import KernelAdvance
+    kernel, engine = two_worlds(fleet(2, web=2, pooled=1, sized=1, seed=6))
+    refused = sorted(kernel.server.cp.projects)[:2]
+    real = KernelAdvance._run_to
+
+    def run_to(self: KernelAdvance, taken: Any, until: float) -> Any:
+        return None if taken.project_id in refused else real(self, taken, until)
+
+    monkeypatch.setattr(KernelAdvance, "_run_to", run_to)
+    for seconds in (3_600.5, 40_000.0, 86_400.0):
+        assert answer(kernel, ("SIM", "advance", {"seconds": seconds})) == \
+            answer(engine, ("SIM", "advance", {"seconds": seconds}))
+    counts = kernel.server.advancing.counts
+    assert counts["kept"] >= 3 and counts["handed"] > counts["kept"]
+    for pid in [p["id"] for p in engine.get("projects?limit=400").json()["projects"]]:
+        for path in (f"projects/{pid}/operations?limit=400", f"projects/{pid}/endpoints"):
+            assert answer(kernel, ("GET", path, None)) == answer(engine, ("GET", path, None))
