@@ -32,7 +32,7 @@ from enum import StrEnum
 from types import EllipsisType
 from typing import TYPE_CHECKING
 
-from sim.api import freed_memory, snapshot, snapshot_fork
+from sim.api import freed_memory
 from sim.api.journal import CURRENT, Entry, Journal, StateError
 from sim.api.keys import (
     ORG_ID,
@@ -386,6 +386,8 @@ class SimServer:
             return
         try:
             if not journal.failed and journal.since_snapshot > 0:
+                from sim.api import snapshot, snapshot_fork  # a server with a state file's
+
                 with self._section():
                     snapshot.dumps([])  # the codec's modules loaded here, not in the copy
                     world = snapshot_fork.capture(self.world_state(), journal.poke)
@@ -422,6 +424,8 @@ class SimServer:
         process (`sim.api.snapshot_fork`): the lock is held only for the fork. If the world
         cannot be encoded (a bug), the request that happened to cross the line must not
         fail for it: say so once and go on without snapshots (restarts replay the journal)."""
+        from sim.api import snapshot, snapshot_fork  # a server with a state file's
+
         try:
             snapshot.dumps([])  # the codec's modules loaded here, not in every copy
             world = snapshot_fork.capture(self.world_state(), journal.poke)
@@ -434,6 +438,8 @@ class SimServer:
 
     def take_snapshot(self) -> None:
         """Append a snapshot of the world to the journal (under the lock)."""
+        from sim.api import snapshot  # a server with a state file's
+
         with self._section():
             if self.journal is not None:
                 self.journal.append(Entry("snapshot", self.cp.now,
