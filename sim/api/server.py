@@ -564,7 +564,9 @@ class SimServer:
                         if self.mode is ClockMode.REALTIME:
                             journal.note_clock(self.cp.now)
                         every = self.snapshot_every
-                        if every is not None and journal.since_snapshot >= every:
+                        # stopping: the stop takes its own, without waiting for a copy
+                        if (every is not None and journal.since_snapshot >= every
+                                and not self.stopping.is_set()):
                             journal.wait_for_copy()  # the last one lands first
                             self._periodic_snapshot(journal)
                         seen = journal.appended
