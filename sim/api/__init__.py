@@ -29,7 +29,17 @@ _EXPORTS: dict[str, str] = {
     "in_process_client": "sim.api.client",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [  # = sorted(_EXPORTS), spelled out for type checkers
+    "ApiKey",
+    "ClockMode",
+    "KeyKind",
+    "KeyStore",
+    "SimClient",
+    "SimServer",
+    "create_app",
+    "in_process_client",
+]
+assert __all__ == sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

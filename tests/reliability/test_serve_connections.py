@@ -26,7 +26,6 @@ import uvicorn
 
 from sim.api import SimServer, create_app
 from sim.api.serving import protocol_class
-
 from tests.reliability.test_persistence_support import KEY, Serve
 
 HEAD = (b"GET /api/v2/projects HTTP/1.1\r\nhost: x\r\n"
