@@ -4,7 +4,9 @@
   out, SIGTERM answers each 503 "not applied" (or closes its connection), writes the
   stop's snapshot and exits 0, with no traceback in the log;
 - an advance under way at SIGTERM ends after the step it is in: its client hears where
-  the clock stopped, and a restart finds the clock there.
+  the clock stopped, and a restart finds the clock there;
+- a request still being handled when the drain (0.5 s) is over has its connection closed
+  without an answer, and the log holds no traceback for it.
 
 Each wait for the process is a failure guard far below the 60 s the latency would hold
 it, not a budget: the figures (seconds to exit) are printed and kept in
@@ -14,6 +16,8 @@ docs/reliability.md.
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -23,7 +27,7 @@ import httpx
 import pytest
 
 from sim.rules.errors import STOPPING
-from tests.reliability.test_persistence_support import Serve, sim_call
+from tests.reliability.test_persistence_support import KEY, ROOT, Serve, free_port, sim_call
 
 #: seconds a stopped server may take before the test fails: below the 60 s latency a
 #: request waits out, so a stop that waited for it fails (the figure is printed)
@@ -146,3 +150,71 @@ def test_an_advance_under_way_at_sigterm_ends_after_its_step(tmp_path: Path) -> 
             assert seconds == pytest.approx(stopped_at, rel=1e-5)
     finally:
         again.stop()
+
+
+#: `sim serve`'s protocol and drain around a world whose project list takes 3 s (a handler
+#: still running when the drain is over): argv[1] the port, argv[2] the key
+_SLOW_HANDLER = """
+import socket, sys, time
+from sim.api.app import create_app
+from sim.api.server import SimServer
+from sim.api.serving import run
+
+server = SimServer(seed=0)
+server.add_personal_key(sys.argv[2])
+listed = server.cp.list_projects
+
+def slow(*args, **kwargs):
+    print("in the handler", flush=True)
+    time.sleep(3)
+    return listed(*args, **kwargs)
+
+server.cp.list_projects = slow
+listener = socket.socket()
+listener.bind(("127.0.0.1", int(sys.argv[1])))
+run(create_app(server), listener, log_level="warning", on_stop=server.stop_waiting)
+"""
+
+
+def test_a_request_still_handled_after_the_drain_has_its_connection_closed_quietly(
+        tmp_path: Path) -> None:
+    port = free_port()
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-c", _SLOW_HANDLER, str(port), KEY],
+                                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            headers = {"authorization": f"Bearer {KEY}"}
+            for _ in range(START_S * 10):  # until it answers (a bounded count of looks)
+                try:
+                    if httpx.get(f"{base}/_sim/clock", headers=headers).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+            results: list[Any] = []
+
+            def list_projects() -> None:
+                try:
+                    results.append(httpx.get(f"{base}/api/v2/projects", headers=headers,
+                                             timeout=GUARD_S))
+                except httpx.TransportError as err:
+                    results.append(err)
+
+            reader = threading.Thread(target=list_projects)
+            reader.start()
+            for _ in range(GUARD_S * 20):  # until the request is in its handler
+                if "in the handler" in log_path.read_text():
+                    break
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGTERM)  # 3 s before the handler ends
+            assert proc.wait(GUARD_S) == 0
+            reader.join(GUARD_S)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+    (answer,) = results  # closed without an answer: the drain (0.5 s) was over first
+    assert isinstance(answer, httpx.RemoteProtocolError), answer
+    log = log_path.read_text()
+    assert "Traceback" not in log and "CancelledError" not in log, log
