@@ -4,8 +4,11 @@ Every error leaves as `{"code", "message", "request_id"}` with the design notes'
 status codes: an engine ApiError keeps its own; request-validation errors and
 malformed JSON are 400 naming the field path (`endpoint.autoscaling_limit_max_cu:
 ...`); an unknown route is 404; anything unexpected is a 500 with the same
-body shape and no traceback (the traceback goes to the server's log).
-Every response carries `x-request-id`.
+body shape and no traceback (the traceback goes to the server's log, once), and
+the connection stays usable: the failure ends here, it does not reach the HTTP
+server (which would log it again and drop a kept-alive connection without a word).
+Every response carries `x-request-id`; one answered while the server is stopping
+carries `connection: close`.
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ STATE_ERRORS = error_docs(409, 422, 423)
 
 
 class RequestIdMiddleware:
-    """Gives every request an id (scope state) and echoes it as `x-request-id`."""
+    """Gives every request an id (scope state) and echoes it as `x-request-id`; answers
+    what fails unexpectedly with the 500 error body (`internal_error`)."""
 
     def __init__(self, app: ASGIApp, server: SimServer):
         self.app = app
@@ -71,13 +75,29 @@ class RequestIdMiddleware:
         rid = self.server.next_request_id()
         scope.setdefault("state", {})["request_id"] = rid
 
+        started = False
+
         async def send_with_id(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 headers = [*message.get("headers", []), (b"x-request-id", rid.encode())]
                 message = {**message, "headers": headers}
             await send(message)
 
-        await self.app(scope, receive, send_with_id)
+        try:
+            await self.app(scope, receive, send_with_id)
+        except Exception as exc:
+            if started:  # part of an answer is out: only closing the connection ends it
+                raise
+            await internal_error(Request(scope), exc)(scope, receive, send_with_id)
+
+
+def internal_error(request: Request, exc: Exception) -> JSONResponse:
+    """The answer to an unexpected failure: its traceback to the log, a 500 to the client."""
+    log.error("request %s failed", request_id(request), exc_info=exc)
+    return error_response(request, 500, "INTERNAL_ERROR",
+                          "internal error; the server log has the details")
 
 
 def request_id(request: Request) -> str | None:
@@ -132,11 +152,13 @@ def install(app: FastAPI, server: SimServer) -> None:
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
-        headers = None
+        headers = {}
         retry_after = getattr(exc, "retry_after", None)
         if retry_after is not None:
-            headers = {"Retry-After": f"{max(1, round(retry_after))}"}
-        return error_response(request, exc.status, exc.code, exc.message, headers)
+            headers["Retry-After"] = f"{max(1, round(retry_after))}"
+        if server.stopping.is_set():  # no next request on this connection
+            headers["connection"] = "close"
+        return error_response(request, exc.status, exc.code, exc.message, headers or None)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -160,8 +182,3 @@ def install(app: FastAPI, server: SimServer) -> None:
             message = str(exc.detail)
         return error_response(request, status, _CODES.get(status, "ERROR"), message, headers)
 
-    @app.exception_handler(Exception)
-    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
-        log.error("request %s failed", request_id(request), exc_info=exc)
-        return error_response(request, 500, "INTERNAL_ERROR",
-                              "internal error; the server log has the details")

@@ -171,9 +171,8 @@ def _is_world(world: object) -> bool:
 
 
 def _scenario(meta: dict[str, str], given: str | Path | None, state: Path):
-    """The scenario of the file (loaded from its saved path) and what to save about it."""
-    from sim.scenario.loader import load_scenario
-
+    """The scenario of the file (loaded from its saved path) and what to save about it; one
+    that does not load is refused as the file is (a StateError: one line)."""
     saved_path, saved_sha = meta.get("scenario_path"), meta.get("scenario_sha256")
     if given is None and saved_path is None:
         return None, {}
@@ -187,7 +186,12 @@ def _scenario(meta: dict[str, str], given: str | Path | None, state: Path):
     if meta and not hmac.compare_digest(digest, saved_sha or ""):
         raise StateError(f"{state} was created with scenario {saved_path} (sha256 "
                          f"{(saved_sha or '')[:12]}...); {source} is not that file as it was")
-    scenario = load_scenario(source)
+    from sim.scenario.loader import ScenarioError, load_scenario  # a served scenario's
+
+    try:
+        scenario = load_scenario(source)
+    except ScenarioError as err:
+        raise StateError(str(err)) from None
     return scenario, {"scenario_path": str(source.resolve()), "scenario_sha256": digest}
 
 

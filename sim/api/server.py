@@ -32,7 +32,7 @@ from enum import StrEnum
 from types import EllipsisType
 from typing import TYPE_CHECKING
 
-from sim.api import freed_memory, snapshot, snapshot_fork
+from sim.api import freed_memory
 from sim.api.journal import CURRENT, Entry, Journal, StateError
 from sim.api.keys import (
     ORG_ID,
@@ -49,7 +49,7 @@ from sim.engine.config import ConnectionRecording, EngineConfig
 from sim.engine.control_plane import MAX_SIMULATED_S, ControlPlane
 from sim.engine.history_fold import HistoryFold
 from sim.engine.records import ActionRecord
-from sim.rules.errors import ApiError, conflict, not_found, unavailable
+from sim.rules.errors import STOPPING, ApiError, conflict, not_found, unavailable
 
 if TYPE_CHECKING:
     from sim.api.kernel_advance import KernelAdvance
@@ -160,6 +160,8 @@ class SimServer:
         self.advance_step_s = float(advance_step_s)
         self.snapshot_every: int | None = None  # journal rows between snapshots of the world
         self.replaying = False  # replaying a journal: no injected latency
+        #: set when the server is asked to stop: whatever a request waits for ends at once
+        self.stopping = threading.Event()
         self._thread = threading.local()  # lock depth of this thread (see _section)
         self.max_body_bytes = max_body_bytes
         #: seconds a request body may take to arrive whole (408 after); None: no limit
@@ -278,9 +280,11 @@ class SimServer:
 
     def _kernel_for(self, cp: ControlPlane) -> None:
         """The kernel's side of the world `cp` (none with the kernel off)."""
-        from sim.api.kernel_advance import KernelAdvance
+        self.advancing = None
+        if self.kernel:  # the kernel (numba) is loaded only by a server that runs it
+            from sim.api.kernel_advance import KernelAdvance
 
-        self.advancing = KernelAdvance(cp, self._engine_scenario) if self.kernel else None
+            self.advancing = KernelAdvance(cp, self._engine_scenario)
 
     def _run_until(self, cp: ControlPlane, t: float) -> None:
         fold = getattr(cp, "history_fold", None)
@@ -382,6 +386,8 @@ class SimServer:
             return
         try:
             if not journal.failed and journal.since_snapshot > 0:
+                from sim.api import snapshot, snapshot_fork  # a server with a state file's
+
                 with self._section():
                     snapshot.dumps([])  # the codec's modules loaded here, not in the copy
                     world = snapshot_fork.capture(self.world_state(), journal.poke)
@@ -418,6 +424,8 @@ class SimServer:
         process (`sim.api.snapshot_fork`): the lock is held only for the fork. If the world
         cannot be encoded (a bug), the request that happened to cross the line must not
         fail for it: say so once and go on without snapshots (restarts replay the journal)."""
+        from sim.api import snapshot, snapshot_fork  # a server with a state file's
+
         try:
             snapshot.dumps([])  # the codec's modules loaded here, not in every copy
             world = snapshot_fork.capture(self.world_state(), journal.poke)
@@ -430,6 +438,8 @@ class SimServer:
 
     def take_snapshot(self) -> None:
         """Append a snapshot of the world to the journal (under the lock)."""
+        from sim.api import snapshot  # a server with a state file's
+
         with self._section():
             if self.journal is not None:
                 self.journal.append(Entry("snapshot", self.cp.now,
@@ -476,6 +486,12 @@ class SimServer:
             with self._section():
                 if self.cp.now >= target:
                     return
+                if self.stopping.is_set():  # each step done is journaled: the rest is not
+                    at = self.cp.clock.iso(self.cp.now)
+                    raise unavailable(f"the server is stopping; the clock was advanced to {at} "
+                                      f"({self.cp.now:g} s), {target - self.cp.now:g} s short "
+                                      f"of the advance asked (advance the rest once the "
+                                      f"server is back)")
                 self.run_until(min(target, self.cp.now + self.advance_step_s))
                 self._journal(Entry("advance", self.cp.now))
             self._let_waiting_in()
@@ -488,6 +504,11 @@ class SimServer:
             due = self._entered + self._queued  # those waiting now (this thread is not)
             self._turns.wait_for(lambda: self._entered >= due, timeout=most_s)
 
+    def stop_waiting(self) -> None:
+        """The server is asked to stop: a request waiting out an injected latency answers
+        503 (not applied) at once, and an advance ends after the step under way."""
+        self.stopping.set()
+
     @contextmanager
     def world(self, *, api: bool = True) -> Iterator[ControlPlane]:
         """The control plane at the current instant, under the lock.
@@ -499,7 +520,9 @@ class SimServer:
         journaled at the instant it was applied (a refusal changes nothing).
         """
         if api and self.faults.extra_latency_ms > 0 and not self.replaying:
-            time.sleep(self.faults.extra_latency_ms / 1000)
+            # a wait a stop ends (`stop_waiting`): the request was not applied
+            if self.stopping.wait(self.faults.extra_latency_ms / 1000):
+                raise unavailable(STOPPING)
         with self._section():
             self.sync()
             if api and self.faults.in_outage(self.cp.now):
@@ -541,7 +564,9 @@ class SimServer:
                         if self.mode is ClockMode.REALTIME:
                             journal.note_clock(self.cp.now)
                         every = self.snapshot_every
-                        if every is not None and journal.since_snapshot >= every:
+                        # stopping: the stop takes its own, without waiting for a copy
+                        if (every is not None and journal.since_snapshot >= every
+                                and not self.stopping.is_set()):
                             journal.wait_for_copy()  # the last one lands first
                             self._periodic_snapshot(journal)
                         seen = journal.appended

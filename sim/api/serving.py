@@ -15,10 +15,13 @@ long-running server needs (docs/reliability.md, "Connections").
   sending its body (a 413, a 408) is half-closed after the answer and what
   arrives is read and dropped for up to `LINGER_S`, so the client reads the
   whole answer instead of a reset.
-- **A quick stop**: on SIGTERM / SIGINT a request whose body has not arrived
-  whole within `STOP_BODY_WAIT_S` is answered 503 (it was not applied) instead
-  of holding the exit until its body timeout; requests being handled finish
-  (10 s at most).
+- **A quick stop**: on SIGTERM / SIGINT whatever a request waits for ends
+  (`on_stop`: an injected latency answers 503, not applied); a request whose
+  body has not arrived whole within `STOP_BODY_WAIT_S` is answered 503 (it was
+  not applied) instead of holding the exit until its body timeout; requests
+  being handled get `GRACEFUL_STOP_S` to finish, then their connection is
+  closed without an answer (their outcome is unknown to the client, as after
+  any lost connection) and nothing is logged for them.
 """
 
 from __future__ import annotations
@@ -29,11 +32,14 @@ import logging
 import resource
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from sim.rules.errors import STOPPING
 
 log = logging.getLogger("sim.api.serving")
 
@@ -44,7 +50,9 @@ FD_RESERVE = 64
 LINGER_S = 2.0  # a lingering close reads and drops what the client still sends, this long
 STOP_LINGER_S = 0.25  # ... and this long once the server is stopping
 STOP_BODY_WAIT_S = 0.5  # a body still arriving when the server is asked to stop: its time
-GRACEFUL_STOP_S = 10  # requests being handled when a stop is asked may take this long
+#: requests being handled when a stop is asked may take this long (then their connection is
+#: closed): short, so that a stop, its snapshot included, is over within 2 s
+GRACEFUL_STOP_S = 0.5
 
 
 def descriptor_limit() -> int:
@@ -207,13 +215,22 @@ class SimH11Protocol(H11Protocol):
             return
         super().shutdown()
 
+    def abandon(self) -> None:
+        """The stop's drain is over and this connection's request is still being handled:
+        close the connection without an answer; what the handler sends later is dropped."""
+        cycle = self.cycle
+        if cycle is None or cycle.response_complete:
+            return
+        cycle.disconnected = True
+        cycle.message_event.set()
+        self.transport.close()
+
     def _stop_body_wait_over(self) -> None:
         if not self._body_pending() or self.transport.is_closing():
             return
         cycle = self.cycle
-        body = json.dumps({"code": "SERVICE_UNAVAILABLE", "message": "the server is stopping; "
-                           "the request was not applied (send it again once the server is "
-                           "back)", "request_id": None}).encode()
+        body = json.dumps({"code": "SERVICE_UNAVAILABLE", "message": STOPPING,
+                           "request_id": None}).encode()
         cycle.response_started = cycle.response_complete = True
         cycle.disconnected = True  # the app reading the body hears that the client left
         cycle.message_event.set()
@@ -245,17 +262,49 @@ def _one_line_accept_errors(loop: asyncio.AbstractEventLoop, context: dict[str, 
     loop.default_exception_handler(context)
 
 
+class _QuietWhenAbandoned:
+    """The app, for which a request abandoned at a stop (`SimH11Protocol.abandon`) ends
+    without a traceback: uvicorn cancels its task, and would log the cancellation as an
+    error of the application."""
+
+    def __init__(self, app: Any, stopping: Callable[[], bool]):
+        self.app = app
+        self.stopping = stopping
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await self.app(scope, receive, send)
+        except asyncio.CancelledError:
+            if not self.stopping():
+                raise
+            # the connection is closed (abandoned at the stop); the handler's thread may
+            # still finish what it started, its answer is dropped
+
+
 def run(app: object, listener: socket.socket, *, log_level: str,
         header_timeout: float | None = DEFAULT_HEADER_TIMEOUT_S,
-        max_connections: int | None = None) -> None:
-    """uvicorn on `listener` until SIGTERM or SIGINT; then requests being handled finish
-    (`GRACEFUL_STOP_S` at most) and this returns, so the state file is closed cleanly and
-    the exit status is 0."""
+        max_connections: int | None = None,
+        on_stop: Callable[[], None] | None = None) -> None:
+    """uvicorn on `listener` until SIGTERM or SIGINT; then `on_stop` is called (whatever a
+    request waits for ends), requests being handled finish (`GRACEFUL_STOP_S` at most,
+    then their connections are closed) and this returns, so the state file is closed
+    cleanly and the exit status is 0."""
 
     class Draining(uvicorn.Server):
         def handle_exit(self, sig: int, frame: object) -> None:
             super().handle_exit(sig, frame)  # type: ignore[arg-type]
             getattr(self, "_captured_signals", []).clear()  # not re-raised after the drain
+            if on_stop is not None:
+                on_stop()
+
+        async def _wait_tasks_to_complete(self) -> None:
+            try:
+                await super()._wait_tasks_to_complete()
+            except asyncio.CancelledError:  # GRACEFUL_STOP_S is over: uvicorn cancels next
+                for connection in list(self.server_state.connections):
+                    if isinstance(connection, SimH11Protocol):
+                        connection.abandon()
+                raise
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             asyncio.get_running_loop().set_exception_handler(_one_line_accept_errors)
@@ -265,7 +314,9 @@ def run(app: object, listener: socket.socket, *, log_level: str,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     protocol = protocol_class(header_timeout=header_timeout,
                               max_connections=max_connections or default_max_connections())
+    app = _QuietWhenAbandoned(app, lambda: server.should_exit)
     config = uvicorn.Config(app, log_level=log_level, access_log=False,  # type: ignore[arg-type]
                             ws="none", lifespan="off", http=protocol,
                             timeout_graceful_shutdown=GRACEFUL_STOP_S)
-    Draining(config).run(sockets=[listener])
+    server = Draining(config)
+    server.run(sockets=[listener])

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sim.cli.progress import Batch, FilesWritten, SimulatedTime
-from sim.cli.run_text import days, roads_line
 from sim.processes.allocator import keep_freed_memory
 from sim.processes.process_exit import exit_without_collecting
 
@@ -27,8 +26,12 @@ if TYPE_CHECKING:
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report an interrupted command
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as shells report a command whose reader left
-#: seconds `sim serve --state` waits at a stop for its last snapshot (then replays instead)
-STOP_SNAPSHOT_WAIT_S = 1.5
+#: seconds from SIGTERM within which `sim serve` exits: the drain of the requests being
+#: handled, then the last snapshot (waited for what is left of this, then given up: the next
+#: start replays instead), then the state file closed
+STOP_WITHIN_S = 2.0
+#: ... of which the state file's close and the interpreter's exit take at most about this
+STOP_CLOSE_S = 0.3
 
 
 def _fail(message: str) -> int:
@@ -144,6 +147,8 @@ def _run(args: argparse.Namespace) -> int:
         if staging is not None:
             discard(staging)
         raise
+    from sim.cli.run_text import days, roads_line
+
     print(summary_table(written.summary))
     print(f"\n{roads_line(result.roads)}")
     print(f"simulated {days(result.duration_s)} in {simulated:.1f} s; results written in "
@@ -319,14 +324,18 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
     from sim.api import SimServer, create_app
 
     scenario = None
+    #: what building a scenario's fleet may refuse (nothing to build, nothing to import:
+    #: the runner loads the kernel)
+    build_refused: tuple[type[Exception], ...] = ()
     if args.scenario:
         from sim.scenario.loader import ScenarioError, load_scenario
+        from sim.scenario.runner import ScenarioRunError
 
+        build_refused = (ScenarioRunError,)
         try:
             scenario = load_scenario(args.scenario)
         except ScenarioError as err:
             return _fail(str(err))
-    from sim.scenario.runner import ScenarioRunError
 
     limits = {"rate_limit": rate_limit, "max_body_bytes": args.max_body_bytes,
               "kernel": False if args.engine_only else None,
@@ -336,7 +345,6 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
         if args.state:
             from sim.api.restore import open_server
             from sim.api.state_file import StateError, start_over
-            from sim.scenario.loader import ScenarioError
 
             if args.new:
                 for moved in start_over(Path(args.state)):
@@ -345,12 +353,12 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
                 server, restored = open_server(args.state, seed=args.seed, clock=args.clock,
                                                speed=args.speed, scenario_path=args.scenario,
                                                snapshot_every=args.snapshot_every, **limits)
-            except (StateError, ScenarioError) as err:
+            except StateError as err:  # the file's, or its scenario's (one line)
                 return _fail(str(err))
         else:
             server = SimServer(seed=args.seed, clock=args.clock, speed=args.speed,
                                scenario=scenario, **limits)
-    except ScenarioRunError as err:
+    except build_refused as err:
         return _fail(f"{args.scenario}: {err}")
     server.body_timeout_s = args.body_timeout
     from sim.api.start_key import StartKeyError, settle
@@ -383,15 +391,23 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
         print(line)
     print(f"console: {base}/#key=<API key>   OpenAPI: {base}/docs")
     sys.stdout.flush()
+    stop_asked: list[float] = []
+
+    def on_stop() -> None:
+        stop_asked.append(time.monotonic())
+        server.stop_waiting()
+
     try:
         from sim.api.serving import run
 
         run(create_app(server), listener, log_level=args.log_level,
-            header_timeout=args.header_timeout, max_connections=args.max_connections)
+            header_timeout=args.header_timeout, max_connections=args.max_connections,
+            on_stop=on_stop)
     finally:
-        # drain is over: snapshot (given up after a short wait: the journal has it all),
-        # commit, fold the -wal in, close
-        server.close_state(wait_s=STOP_SNAPSHOT_WAIT_S)
+        # drain is over: snapshot (given up when the stop's time is: the journal has it
+        # all), commit, fold the -wal in, close
+        spent = time.monotonic() - stop_asked[0] if stop_asked else 0.0
+        server.close_state(wait_s=max(0.0, STOP_WITHIN_S - STOP_CLOSE_S - spent))
     return 0
 
 

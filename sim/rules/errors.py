@@ -75,3 +75,8 @@ def rate_limited(retry_after_s: float) -> ApiError:
 
 def unavailable(reason: str = "service unavailable (injected outage)") -> ApiError:
     return ApiError(503, "SERVICE_UNAVAILABLE", reason)
+
+
+#: what a request still waiting when the server is asked to stop hears (with a 503)
+STOPPING = ("the server is stopping; the request was not applied (send it again once the "
+            "server is back)")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sim.api import SimServer, dispatch, in_process_client
+from sim.api import SimServer, in_process_client
+from sim.api.dispatch import dispatch
 from sim.engine.control_plane import ControlPlane
 from sim.scenario.loader import parse_scenario
 from tests.api.conftest import make_project

@@ -200,13 +200,13 @@ def test_extra_latency_slows_the_api_and_not_the_controls(monkeypatch) -> None: 
     api = in_process_client(server)
     assert api.sim("POST", "faults", json={"extra_latency_ms": 150}).status_code == 200
     waits: list[float] = []
-    real_sleep = time.sleep
+    real_wait = server.stopping.wait  # the latency is a wait that a stop ends
 
-    def sleep(seconds: float) -> None:
+    def wait(seconds: float) -> bool:
         waits.append(seconds)
-        real_sleep(seconds)
+        return real_wait(seconds)
 
-    monkeypatch.setattr("sim.api.server.time.sleep", sleep)
+    monkeypatch.setattr(server.stopping, "wait", wait)
 
     def took(call) -> float:  # noqa: ANN001
         t = time.perf_counter()

@@ -6,19 +6,26 @@ load bounded by a count.
 - a head that never arrives whole gets 408 and its connection is closed; past
   `--max-connections` a connection gets 503; out of descriptors never logs a traceback;
 - a 413 for a large body on a keep-alive connection arrives whole, with its body;
-- SIGTERM with a half-sent body answers it 503 and exits without waiting for its timeout.
+- SIGTERM with a half-sent body answers it 503 and exits without waiting for its timeout;
+- a 500 leaves a kept-alive connection usable.
 """
 
 from __future__ import annotations
 
+import logging
 import signal
 import socket
 import statistics
+import threading
 import time
 from pathlib import Path
 
 import httpx
+import pytest
+import uvicorn
 
+from sim.api import SimServer, create_app
+from sim.api.serving import protocol_class
 from tests.reliability.test_persistence_support import KEY, Serve
 
 HEAD = (b"GET /api/v2/projects HTTP/1.1\r\nhost: x\r\n"
@@ -165,3 +172,53 @@ def test_out_of_descriptors_in_accept_is_one_line_in_the_log(caplog) -> None:  #
     assert record.getMessage() == ("cannot accept a connection: Too many open files; retrying "
                                    "(lower --max-connections or raise ulimit -n)")
     assert record.exc_info is None
+
+
+def test_a_500_leaves_a_kept_alive_connection_usable(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """An unexpected failure answers 500 and the connection serves the next request (it
+    was closed without a word before: the client's next request met a reset)."""
+    server = SimServer(seed=3)
+    key = server.add_personal_key().secret
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    config = uvicorn.Config(create_app(server), log_level="warning", access_log=False,
+                            ws="none", lifespan="off",
+                            http=protocol_class(header_timeout=10, max_connections=100))
+    uv = uvicorn.Server(config)
+    thread = threading.Thread(target=uv.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    for _ in range(500):  # until it serves (a bounded count of looks)
+        if uv.started:
+            break
+        time.sleep(0.02)
+    assert uv.started
+
+    def broken(*_a: object, **_k: object) -> None:
+        raise RuntimeError("secret internals")
+
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}/api/v2/", timeout=30,
+                          headers={"authorization": f"Bearer {key}"}) as client:
+            def peer(r: httpx.Response) -> object:  # the client's end of the connection
+                return r.extensions["network_stream"].get_extra_info("client_addr")
+
+            first = client.get("projects")
+            assert first.status_code == 200
+            with monkeypatch.context() as patch, caplog.at_level(logging.ERROR):
+                patch.setattr(server.cp, "list_projects", broken)
+                failed = client.get("projects")
+            assert failed.status_code == 500 and failed.json()["code"] == "INTERNAL_ERROR"
+            assert "secret internals" not in failed.text
+            for _ in range(3):
+                again = client.get("projects")
+                assert again.status_code == 200
+                assert peer(again) == peer(failed) == peer(first)  # the same connection
+    finally:
+        uv.should_exit = True
+        thread.join(30)
+    failures = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(failures) == 1, [r.getMessage() for r in failures]  # logged once, with its cause
+    assert "secret internals" in caplog.text
+    assert "Exception in ASGI application" not in caplog.text
