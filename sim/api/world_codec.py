@@ -68,6 +68,8 @@ import numpy as np
 import simpy
 import simpy.events
 
+from sim.api.event_kinds import EVENT_KINDS, FUNCTIONS, METHODS
+
 FORMAT = 1
 MAGIC = b"sim-world\x01"  # then zlib of the msgpack tree
 _REF = 0  # msgpack extension code of a reference to an entry
@@ -316,7 +318,10 @@ class _Encoder:
             name = obj.__func__.__name__
             if getattr(type(obj.__self__), name, None) is not obj.__func__:
                 raise TypeError(f"a snapshot cannot hold the bound method {obj!r}")
-            self.cls(type(obj.__self__))
+            if name not in METHODS.get(self.cls(type(obj.__self__)), ()):
+                raise TypeError(f"a snapshot cannot hold the method {name} of a "
+                                f"{type(obj.__self__).__name__} (not in "
+                                f"sim.api.event_kinds.METHODS)")
             return ["m", r(obj.__self__), name]
         if t is simpy.Environment:
             if obj.active_process is not None:
@@ -359,12 +364,18 @@ class _Encoder:
             if _lookup(module, fn.__qualname__) is not fn:
                 raise TypeError(f"a snapshot cannot hold {module}.{fn.__qualname__}: "
                                 f"not the one its module names")
+            if f"{module}:{fn.__qualname__}" not in FUNCTIONS:
+                raise TypeError(f"a snapshot cannot hold the function {module}.{fn.__qualname__}"
+                                f" (not in sim.api.event_kinds.FUNCTIONS)")
             return ["f", f"{module}:{fn.__qualname__}"]
         _codes(module)
         key = _CODE_KEYS[module].get(id(code))
         if key is None:
             raise TypeError(f"a snapshot cannot hold {module}.{fn.__qualname__}: its code is "
                             f"not its module's")
+        if f"{module}:{key}" not in EVENT_KINDS:
+            raise TypeError(f"a snapshot cannot hold the handler {module}:{key}: add it to "
+                            f"sim.api.event_kinds.EVENT_KINDS with the types of its fields")
         r = self.ref
         return ["c", f"{module}:{key}", r(fn.__defaults__), r(fn.__kwdefaults__),
                 [r(c) for c in (fn.__closure__ or ())]]

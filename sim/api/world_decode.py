@@ -15,6 +15,7 @@ import dataclasses
 import datetime as dt
 import enum
 import itertools
+import math
 import sys
 import threading
 import types
@@ -26,6 +27,8 @@ import numpy as np
 import simpy
 import simpy.events
 
+from sim.api.declared_fields import declared
+from sim.api.event_kinds import EVENT_KINDS, FUNCTIONS, METHODS
 from sim.api.world_codec import (
     _BUILTIN_TYPES,
     _CODEC_TAGS,
@@ -60,36 +63,6 @@ def _ext(code: int, data: bytes) -> Any:
     return _Ref(int.from_bytes(data, "little"))
 
 
-_SIMPLE = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,),
-           "bytes": (bytes,)}
-_FIELD_TYPES: dict[type, dict[str, tuple[type, ...] | None]] = {}
-
-
-def _field_types(cls: type) -> dict[str, tuple[type, ...] | None]:
-    """A dataclass's fields with, for those of simple declared types, the types allowed."""
-    found = _FIELD_TYPES.get(cls)
-    if found is None:
-        found = {}
-        for f in dataclasses.fields(cls):
-            ann = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
-            parts = [p.strip() for p in str(ann).split("|")]
-            allowed: tuple[type, ...] = ()
-            for p in parts:
-                if p == "None":
-                    allowed += (type(None),)
-                elif p in _SIMPLE:
-                    allowed += _SIMPLE[p]
-                else:
-                    allowed = ()
-                    break
-            # bool is an int; a numpy scalar may stand for a float or an int
-            if allowed and (int in allowed or float in allowed):
-                allowed += (np.integer, np.floating)
-            found[f.name] = allowed or None
-        _FIELD_TYPES[cls] = found
-    return found
-
-
 class _Decoder:
     def __init__(self, header: Any, entries: Any):
         if not isinstance(header, dict) or header.get("format") != FORMAT:
@@ -122,6 +95,9 @@ class _Decoder:
             raise Refused("no table of values")
         self.entries = entries
         self.objs: list[Any] = [_UNBUILT] * len(entries)
+        #: every event rebuilt: its kind, its defaults and its cells by name (checked once
+        #: the cells are filled)
+        self.handlers: list[tuple[str, dict[str, Any], dict[str, types.CellType]]] = []
 
     # -- names
     def cls(self, name: Any) -> type:
@@ -156,14 +132,15 @@ class _Decoder:
                 raise Refused(f"an object of no shape {str(i)[:20]}")
             name, names = self.shapes[i]
             cls = self.data_class(name)
-            types_ = _field_types(cls) if dataclasses.is_dataclass(cls) else None
+            types_ = declared(cls) if name not in _SIMPY else None
             allowed: list[Any] = []
             for k in names:
                 if k.startswith("__") or not k.isidentifier():
                     raise Refused(f"a {cls.__name__} with a field of no name")
-                if types_ is not None and k not in types_ and not k.startswith("_"):
-                    raise Refused(f"a {cls.__name__} with a field {k[:40]!r} it does not have")
-                allowed.append(None if types_ is None else types_.get(k))
+                if types_ is not None and k not in types_:
+                    raise Refused(f"a {cls.__name__} with a field {k[:40]!r} its class does "
+                                  f"not declare")
+                allowed.append(None if types_ is None else types_[k])
             found = self.shape_info[i] = (cls, names, allowed)
         return found
 
@@ -297,7 +274,7 @@ class _Decoder:
 
     def function(self, name: Any) -> Any:
         module, _, qualname = str(name).partition(":")
-        if module not in self.modules or "<locals>" in qualname:
+        if name not in FUNCTIONS or module not in self.modules:
             raise Refused(f"it names the function {str(name)[:80]!r}, which it may not")
         fn = _lookup(module, qualname)
         if not isinstance(fn, types.FunctionType) or fn.__module__ != module:
@@ -306,18 +283,23 @@ class _Decoder:
 
     def closure(self, e: list[Any]) -> types.FunctionType:
         module, _, key = str(e[1]).partition(":")
-        if module not in self.modules:
-            raise Refused(f"it names the handler {str(e[1])[:80]!r}, which it may not")
+        fields = EVENT_KINDS.get(e[1]) if type(e[1]) is str else None
+        if fields is None or module not in self.modules:
+            raise Refused(f"an event of no known kind {str(e[1])[:80]!r}")
         code = _codes(module).get(key)
         if code is None:
             raise Refused(f"it names the handler {e[1]!r}, which sim does not have")
         defaults, kwdefaults = self.r(e[2]), self.r(e[3])
         cells = tuple(self.r(c) for c in e[4])
+        named = _defaulted(code, defaults)
         if (len(cells) != len(code.co_freevars)
                 or not all(type(c) is types.CellType for c in cells)
                 or not (defaults is None or type(defaults) is tuple)
-                or not (kwdefaults is None or type(kwdefaults) is dict)):
-            raise Refused(f"the handler {e[1]!r} is not given what its code takes")
+                or kwdefaults is not None or named is None
+                or set(fields) != {*code.co_freevars, *named}):
+            raise Refused(f"the event {e[1]!r} is not given the fields of its kind")
+        self.handlers.append((e[1], dict(zip(named, defaults or (), strict=True)),
+                              dict(zip(code.co_freevars, cells, strict=True))))
         fn = types.FunctionType(code, vars(sys.modules[module]), code.co_name, defaults,
                                 cells or None)
         fn.__kwdefaults__ = kwdefaults
@@ -329,9 +311,10 @@ class _Decoder:
         if not isinstance(name, str) or name.startswith("__"):
             raise Refused(f"it names the method {str(name)[:80]!r}, which it may not")
         fn = getattr(type(obj), name, None)
-        if (not isinstance(fn, types.FunctionType)
+        if (name not in METHODS.get(_name(type(obj)), ()) or not isinstance(fn, types.FunctionType)
                 or not _allowed_module(fn.__module__)):
-            raise Refused(f"it names the method {str(name)[:80]!r}, which it may not")
+            raise Refused(f"it names the method {str(name)[:80]!r} of a "
+                          f"{type(obj).__name__}, which is no event of the world")
         return types.MethodType(fn, obj)
 
     # -- filling
@@ -402,7 +385,18 @@ class _Decoder:
 
     def check_restored(self) -> None:
         """Objects whose class checks itself once whole (`check_restored`, ValueError to
-        refuse): what field types cannot say (a timer's verb is one of the known ones)."""
+        refuse): what field types cannot say (a timer's verb is one of the known ones);
+        every event's fields against the types of its kind."""
+        for kind, defaults, cells in self.handlers:
+            spec = EVENT_KINDS[kind]
+            for name, cell in cells.items():
+                try:
+                    value = cell.cell_contents
+                except ValueError:
+                    raise Refused(f"the event {kind!r} without its {name}") from None
+                _check_field(kind, name, spec[name], value)
+            for name, value in defaults.items():
+                _check_field(kind, name, spec[name], value)
         checks: dict[type, Any] = {}
         for obj in self.objs:
             t = type(obj)
@@ -418,14 +412,55 @@ class _Decoder:
         if not isinstance(values, list) or len(values) != len(names):
             raise Refused(f"a {cls.__name__} not of its shape")
         r = self.r
-        for k, x, types_ in zip(names, values, allowed, strict=True):
+        for k, x, check in zip(names, values, allowed, strict=True):
             v = r(x)
-            if types_ is not None and not isinstance(v, types_):
-                raise Refused(f"{cls.__name__}.{k} is a {type(v).__name__}")
+            if check is not None and not check(v):
+                nan = isinstance(v, float) and v != v  # noqa: PLR0124 - NaN is not itself
+                what = "NaN" if nan else f"a {type(v).__name__}"
+                raise Refused(f"{cls.__name__}.{k} is {what}, not of its declared type")
             object.__setattr__(obj, k, v)
 
 
 _UNBUILT, _BUILDING = object(), object()
+
+
+def _defaulted(code: types.CodeType, defaults: Any) -> tuple[str, ...] | None:
+    """The names of the parameters `defaults` are the defaults of (None: more than it has)."""
+    n = 0 if defaults is None else len(defaults) if type(defaults) is tuple else -1
+    if not 0 <= n <= code.co_argcount:
+        return None
+    return code.co_varnames[code.co_argcount - n:code.co_argcount]
+
+
+def _check_field(kind: str, name: str, spec: str, value: Any) -> None:
+    """One field of an event against its declared type (`sim.api.event_kinds`)."""
+    if spec.startswith("?"):
+        if value is None:
+            return
+        spec = spec[1:]
+    ok: bool
+    if spec == "id":
+        ok = type(value) is str
+    elif spec == "number":
+        ok = type(value) in (int, float) and math.isfinite(value)
+    elif spec == "bool":
+        ok = type(value) is bool
+    elif spec == "handler":
+        ok = type(value) in (types.FunctionType, types.MethodType)
+    elif spec in ("list", "dict"):
+        ok = type(value) is (list if spec == "list" else dict)
+    elif spec == "row":
+        ok = type(value) is dict and all(type(k) is str for k in value)
+    elif spec == "id_pair":
+        ok = type(value) is tuple and len(value) == 2 and all(type(v) is str for v in value)
+    elif spec == "project_or_branch":
+        ok = _name(type(value)) in ("sim.engine.model:Project", "sim.engine.model:Branch")
+    else:
+        ok = _name(type(value)) == spec
+    if not ok:
+        shown = "NaN" if isinstance(value, float) and value != value else type(value).__name__  # noqa: PLR0124
+        raise Refused(f"the event {kind.rpartition(':')[2]} has a {shown} as its {name}, "
+                      f"not a {spec}")
 
 
 def _check_queue(env: simpy.Environment) -> None:
