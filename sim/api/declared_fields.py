@@ -22,8 +22,9 @@ from __future__ import annotations
 import ast
 import collections
 import dataclasses
+import dis
 import importlib
-import inspect
+import re
 import textwrap
 import types
 import typing
@@ -54,53 +55,60 @@ def _of_dataclass(cls: type) -> dict[str, Check | None]:
 
 
 def _of_plain(cls: type) -> dict[str, Check | None]:
-    fields: dict[str, Check | None] = {}
+    annotated: dict[str, Check | None] = {}
+    #: each field assigned in a method: the types of what it is given (None: not told)
+    assigned: dict[str, list[tuple[type, ...] | None]] = {}
     for klass in reversed(cls.__mro__):
         if not klass.__module__.startswith("sim."):
             continue
         module = klass.__module__
         for name, ann in vars(klass).get("__annotations__", {}).items():
-            fields[name] = _check_of(ann, module)
+            annotated[name] = _check_of(ann, module)
         for slot in vars(klass).get("__slots__", ()):
-            fields.setdefault(slot, None)
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        except (OSError, TypeError, SyntaxError):
-            continue
-        for fn in ast.walk(tree):
-            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                _assigned(fn, module, fields)
+            assigned.setdefault(slot, []).append(None)
+        for item in vars(klass).values():
+            fn = getattr(item, "__func__", item)
+            if isinstance(fn, types.FunctionType) and fn.__module__ == module:
+                _assigned(fn, module, assigned)
+    fields: dict[str, Check | None] = {}
+    for name, given in assigned.items():  # typed only when every assignment is typed
+        fields[name] = (None if any(t is None for t in given)
+                        else _make_check(tuple(x for t in given for x in t)))  # type: ignore[union-attr]
+    fields.update(annotated)  # the class's own annotation says it all
     return fields
 
 
-def _assigned(fn: ast.FunctionDef | ast.AsyncFunctionDef, module: str,
-              fields: dict[str, Check | None]) -> None:
-    """`self.<name> = ...` in one method: the name, with the type it shows."""
-    params = {a.arg: a.annotation for a in (*fn.args.posonlyargs, *fn.args.args,
-                                            *fn.args.kwonlyargs) if a.annotation is not None}
-    for node in ast.walk(fn):
-        targets: list[ast.expr] = []
-        ann: ast.expr | None = None
-        value: ast.expr | None = None
-        if isinstance(node, ast.Assign):
-            targets, value = list(node.targets), node.value
-        elif isinstance(node, ast.AnnAssign):
-            targets, ann, value = [node.target], node.annotation, node.value
-        elif isinstance(node, ast.AugAssign):
-            targets = [node.target]
-        flat: list[ast.expr] = []
-        for t in targets:
-            flat.extend(t.elts if isinstance(t, ast.Tuple) else [t])
-        for t in flat:
-            if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
-                    and t.value.id == "self"):
-                continue
-            if ann is None and isinstance(value, ast.Name) and value.id in params \
-                    and len(flat) == 1:
-                ann = params[value.id]
-            check = _check_of(ast.unparse(ann), module) if ann is not None else None
-            if t.attr not in fields or (fields[t.attr] is None and check is not None):
-                fields[t.attr] = check
+def _assigned(fn: types.FunctionType, module: str,
+              assigned: dict[str, list[tuple[type, ...] | None]]) -> None:
+    """`self.<name> = ...` in one method (read from its bytecode: a load of `self`, then a
+    store of the attribute): the name, typed as the method's parameter it is given as is
+    (`self.cp = cp`), if it is one."""
+    code = fn.__code__
+    if code.co_argcount == 0:
+        return
+    params = getattr(fn, "__annotations__", {})
+    n_params = code.co_argcount + code.co_kwonlyargcount
+    raw, ext = code.co_code, 0
+    last = second = (-1, -1)
+    for i in range(0, len(raw), 2):
+        op, arg = raw[i], raw[i + 1] | ext
+        if op == _EXTENDED_ARG:
+            ext = arg << 8
+            continue
+        ext = 0
+        if op == _CACHE:
+            continue
+        if op == _STORE_ATTR and last == (_LOAD_FAST, 0):
+            ann = None
+            if second[0] == _LOAD_FAST and 0 < second[1] < n_params:
+                ann = params.get(code.co_varnames[second[1]])
+            assigned.setdefault(code.co_names[arg], []).append(
+                _types_of_annotation(ann, module) if ann is not None else None)
+        second, last = last, (op, arg)
+
+
+_LOAD_FAST, _STORE_ATTR = dis.opmap["LOAD_FAST"], dis.opmap["STORE_ATTR"]
+_EXTENDED_ARG, _CACHE = dis.opmap["EXTENDED_ARG"], dis.opmap.get("CACHE", -1)
 
 
 # ---- annotations as checks -----------------------------------------------------------------
@@ -114,34 +122,44 @@ def _namespace(module: str) -> dict[str, Any]:
         mod = importlib.import_module(module)
         found = dict(vars(mod))
         try:
-            tree = ast.parse(inspect.getsource(mod))
-        except (OSError, TypeError, SyntaxError):
-            tree = ast.Module(body=[], type_ignores=[])
-        for node in tree.body:
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                for imp in node.body:
-                    if isinstance(imp, ast.ImportFrom) and imp.module and imp.level == 0:
-                        for alias in imp.names:
-                            try:
-                                found[alias.asname or alias.name] = getattr(
-                                    importlib.import_module(imp.module), alias.name)
-                            except (ImportError, AttributeError):
-                                pass
+            with open(getattr(mod, "__file__", None) or "", encoding="utf-8") as f:
+                source = f.read()
+        except OSError:
+            source = ""
+        for block in _TYPE_CHECKING.findall(source):
+            try:
+                body = ast.parse(textwrap.dedent(block)).body
+            except SyntaxError:
+                continue
+            for imp in body:
+                if isinstance(imp, ast.ImportFrom) and imp.module and imp.level == 0:
+                    for alias in imp.names:
+                        try:
+                            found[alias.asname or alias.name] = getattr(
+                                importlib.import_module(imp.module), alias.name)
+                        except (ImportError, AttributeError):
+                            pass
         _NAMESPACES[module] = found
     return found
 
 
+#: a module's `if TYPE_CHECKING:` block: its indented lines
+_TYPE_CHECKING = re.compile(r"^if TYPE_CHECKING:\n((?:(?:[ \t]+.*)?\n)+)", re.MULTILINE)
+
+
 def _check_of(ann: Any, module: str) -> Check | None:
+    allowed = _types_of_annotation(ann, module)
+    return None if allowed is None else _make_check(allowed)
+
+
+def _types_of_annotation(ann: Any, module: str) -> tuple[type, ...] | None:
     if not isinstance(ann, str):
         ann = getattr(ann, "__name__", None) or repr(ann)
     try:
         node = ast.parse(ann, mode="eval").body
     except SyntaxError:
         return None
-    allowed = _types_of(node, _namespace(module))
-    if allowed is None:
-        return None
-    return _make_check(allowed)
+    return _types_of(node, _namespace(module))
 
 
 _FLOAT = (float, int, np.floating, np.integer)

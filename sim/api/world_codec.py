@@ -71,7 +71,16 @@ import simpy.events
 from sim.api.event_kinds import EVENT_KINDS, FUNCTIONS, METHODS
 
 FORMAT = 1
-MAGIC = b"sim-world\x01"  # then zlib of the msgpack tree
+MAGIC = b"sim-world\x02"  # then the tree's size (8 bytes, little-endian), then its zlib
+#: the format before a snapshot said its size: read as another version's (`Stale`)
+MAGIC_BEFORE = b"sim-world\x01"
+#: a tree is at most this many times its compressed bytes (sim's own are 2 to 6 times):
+#: a snapshot that says more, or inflates beyond what it says, is refused before its bytes
+#: are inflated (`sim.api.world_decode.inflate`); a tree that would compress further is
+#: written stored
+MAX_INFLATION = 32
+#: containers (lists, tuples, dicts, sets) inside one another, at most: sim's own nest 4 deep
+MAX_NESTING = 32
 _REF = 0  # msgpack extension code of a reference to an entry
 
 #: modules whose classes and functions a snapshot may name (prefixes end with ".")
@@ -94,6 +103,16 @@ PLAIN_CLASSES: set[str] = {
     "sim.scenario.runner:Fleet", "sim.engine.history_fold:HistoryFold",
     "sim.kernel.handover:RestOfSessions",
 }
+
+#: fields that are the running server's, never a snapshot's (paths: where the process keeps
+#: files): not written; a snapshot naming one is refused; the restored object has None there
+#: until the server that restores it sets its own
+LOCAL_FIELDS: dict[str, frozenset[str]] = {
+    "sim.engine.auth:ManagedAuth": frozenset({"data_dir"}),
+}
+
+#: the pydantic models a snapshot may hold (a scenario's scripted calls), validated again
+MODELS = frozenset({"sim.scenario.schema:ActionSpec"})
 
 #: SimPy's own classes a snapshot holds (its pending events)
 _SIMPY = {"simpy.events:Event": simpy.events.Event, "simpy.events:Timeout": simpy.events.Timeout}
@@ -340,6 +359,8 @@ class _Encoder:
         if isinstance(obj, tuple) and hasattr(t, "_fields"):  # a NamedTuple
             return ["nt", name, [r(x) for x in obj]]
         if hasattr(obj, "__pydantic_fields_set__"):
+            if name not in MODELS:
+                raise TypeError(f"a snapshot cannot hold a {name} (not in world_codec.MODELS)")
             return ["p", name, r(obj.__dict__), r(set(obj.__pydantic_fields_set__)),
                     r(obj.__pydantic_extra__), r(obj.__pydantic_private__)]
         if not (dataclasses.is_dataclass(t) or name in PLAIN_CLASSES or name in _SIMPY):
@@ -347,7 +368,8 @@ class _Encoder:
                             f"(sim.api.world_codec.PLAIN_CLASSES) if it is plain data")
         if _own_state(t):  # state of its own making (a session feed's)
             return ["g", name, r(obj.__getstate__())]
-        fields = _fields_of(obj)
+        local = LOCAL_FIELDS.get(name, ())
+        fields = [(k, v) for k, v in _fields_of(obj) if k not in local]
         shape = (name, tuple(k for k, _v in fields))
         index = self.shapes.get(shape)
         if index is None:
@@ -410,7 +432,16 @@ def dumps(root: Any) -> bytes:
     top = enc.run(root)
     header = {"format": FORMAT, "modules": {m: _module_hash(m) for m in sorted(enc.modules)},
               "shapes": [[name, list(fields)] for name, fields in enc.shapes]}
-    return MAGIC + zlib.compress(msgpack.packb([header, enc.entries, top], use_bin_type=True), 1)
+    return frame(msgpack.packb([header, enc.entries, top], use_bin_type=True))
+
+
+def frame(tree: bytes) -> bytes:
+    """A packed tree as a snapshot's bytes: its size, then its zlib (stored, when it would
+    compress beyond `MAX_INFLATION`: the reader refuses more)."""
+    packed = zlib.compress(tree, 1)
+    if len(tree) > MAX_INFLATION * len(packed):
+        packed = zlib.compress(tree, 0)
+    return MAGIC + len(tree).to_bytes(8, "little") + packed
 
 
 def _own_state(cls: type) -> bool:

@@ -35,7 +35,12 @@ from sim.api.world_codec import (
     _REF,
     _SIMPY,
     FORMAT,
+    LOCAL_FIELDS,
     MAGIC,
+    MAGIC_BEFORE,
+    MAX_INFLATION,
+    MAX_NESTING,
+    MODELS,
     PLAIN_CLASSES,
     Refused,
     Stale,
@@ -91,6 +96,7 @@ class _Decoder:
         self.shapes = shapes
         self.classes: dict[str, type] = {}  # names already looked up and checked
         self.shape_info: dict[int, tuple[type, list[str], list[Any]]] = {}
+        self.local: dict[int, frozenset[str]] = {}  # shape -> its fields of the running server
         if not isinstance(entries, list):
             raise Refused("no table of values")
         self.entries = entries
@@ -137,11 +143,15 @@ class _Decoder:
             for k in names:
                 if k.startswith("__") or not k.isidentifier():
                     raise Refused(f"a {cls.__name__} with a field of no name")
+                if k in LOCAL_FIELDS.get(name, ()):
+                    raise Refused(f"a {cls.__name__} given its {k[:40]}, a path: a snapshot "
+                                  f"never gives one (the running server's is used)")
                 if types_ is not None and k not in types_:
                     raise Refused(f"a {cls.__name__} with a field {k[:40]!r} its class does "
                                   f"not declare")
                 allowed.append(None if types_ is None else types_[k])
             found = self.shape_info[i] = (cls, names, allowed)
+            self.local[i] = LOCAL_FIELDS.get(name, frozenset())
         return found
 
     # -- values
@@ -188,8 +198,8 @@ class _Decoder:
                 self.fill_object(obj, e)
         elif tag == "p":
             cls = self.cls(e[1])
-            if not hasattr(cls, "model_fields"):
-                raise Refused(f"{e[1]} is not a model")
+            if e[1] not in MODELS or not hasattr(cls, "model_fields"):
+                raise Refused(f"it holds a {str(e[1])[:80]}, which a snapshot may not")
             obj = cls.__new__(cls)
         elif tag == "ao":
             if not (isinstance(e[1], list) and isinstance(e[2], list)
@@ -336,11 +346,6 @@ class _Decoder:
                     obj.cell_contents = r(e[1])
             elif tag == "o" and not _frozen(type(obj)):
                 self.fill_object(obj, e)
-            elif tag == "p":
-                for attr, x in zip(("__dict__", "__pydantic_fields_set__",
-                                    "__pydantic_extra__", "__pydantic_private__"), e[2:6],
-                                   strict=True):
-                    object.__setattr__(obj, attr, r(x))
             elif tag == "ao":
                 obj.ravel()[:] = [r(x) for x in e[2]]
             elif tag == "rng":
@@ -352,12 +357,12 @@ class _Decoder:
                 obj._eid = itertools.count(e[2])  # noqa: SLF001
                 obj._queue = queue  # noqa: SLF001
                 later.append(i)
-            elif tag in ("d", "s", "g"):
+            elif tag in ("d", "s", "g", "p"):
                 later.append(i)
         # what hashes its items (dicts, sets) once every object has its fields; then what
         # reads whole dicts (a generator's state), checks the event heap; last, objects
         # that rebuild themselves from their state (which may draw from those generators)
-        order = {"d": 0, "s": 0, "rng": 1, "env": 1, "g": 2}
+        order = {"d": 0, "s": 0, "rng": 1, "env": 1, "p": 1, "g": 2}
         later.sort(key=lambda i: order[self.entries[i][0]])
         for i in later:
             e, obj = self.entries[i], self.objs[i]
@@ -377,11 +382,47 @@ class _Decoder:
                 obj.bit_generator.state = state
             elif tag == "env":
                 _check_queue(obj)
+            elif tag == "p":
+                _fill_model(obj, *(r(x) for x in e[2:6]))
             elif tag == "g":
                 try:
                     obj.__setstate__(r(e[2]))
                 except (RuntimeError, StopIteration) as err:
                     raise Refused(f"a {e[1]} that cannot be rebuilt ({err})") from None
+
+    def check_nesting(self) -> None:
+        """Containers nest at most `MAX_NESTING` deep, and none holds itself (read from the
+        table, before anything is built)."""
+        entries, depth = self.entries, [0] * len(self.entries)  # 0: not yet, -1: on the way
+        for root in range(len(entries)):
+            if depth[root]:
+                continue
+            stack = [(root, _contained(entries[root]), 0)]
+            depth[root] = -1
+            while stack:
+                i, kids, at = stack[-1]
+                if at < len(kids):
+                    stack[-1] = (i, kids, at + 1)
+                    k = kids[at]
+                    if not 0 <= k < len(entries):
+                        raise Refused(f"a reference to entry {k} of {len(entries)}")
+                    if depth[k] == -1:
+                        raise Refused("a container that holds itself")
+                    if depth[k] == 0:
+                        if len(stack) >= MAX_NESTING:
+                            raise Refused(f"containers nested more than {MAX_NESTING} deep")
+                        depth[k] = -1
+                        stack.append((k, _contained(entries[k]), 0))
+                    continue
+                stack.pop()
+                depth[i] = 1 + max((depth[k] for k in kids), default=0)
+                if depth[i] > MAX_NESTING:
+                    raise Refused(f"containers nested more than {MAX_NESTING} deep")
+
+    def check_single(self, single: tuple[type, ...]) -> None:
+        for cls in single:
+            if sum(1 for o in self.objs if type(o) is cls) > 1:
+                raise Refused(f"more than one {cls.__name__} (a world has one)")
 
     def check_restored(self) -> None:
         """Objects whose class checks itself once whole (`check_restored`, ValueError to
@@ -419,9 +460,33 @@ class _Decoder:
                 what = "NaN" if nan else f"a {type(v).__name__}"
                 raise Refused(f"{cls.__name__}.{k} is {what}, not of its declared type")
             object.__setattr__(obj, k, v)
+        for k in self.local[e[1]]:
+            object.__setattr__(obj, k, None)
 
 
 _UNBUILT, _BUILDING = object(), object()
+_CONTAINERS = frozenset({"l", "t", "d", "s", "fs", "q"})
+
+
+def _contained(e: Any) -> list[int]:
+    """The entries a container entry holds (none for anything else)."""
+    if not (type(e) is list and len(e) > 1 and e[0] in _CONTAINERS and type(e[1]) is list):
+        return []
+    return [x.i for x in e[1] if type(x) is _Ref]
+
+
+def _fill_model(obj: Any, fields: Any, fields_set: Any, extra: Any, private: Any) -> None:
+    """A model of a snapshot, validated as any other input of its kind would be."""
+    cls = type(obj)
+    if (type(fields) is not dict or type(fields_set) is not set
+            or not fields_set <= set(cls.model_fields) or extra not in (None, {})
+            or private is not None):
+        raise Refused(f"a {cls.__name__} not as sim writes one")
+    valid = cls.model_validate(fields)  # a ValidationError is a ValueError: refused
+    object.__setattr__(obj, "__dict__", valid.__dict__)
+    object.__setattr__(obj, "__pydantic_fields_set__", fields_set)
+    object.__setattr__(obj, "__pydantic_extra__", extra)
+    object.__setattr__(obj, "__pydantic_private__", None)
 
 
 def _defaulted(code: types.CodeType, defaults: Any) -> tuple[str, ...] | None:
@@ -481,27 +546,55 @@ def _check_queue(env: simpy.Environment) -> None:
             raise Refused("an event heap out of order")
 
 
-def loads(data: bytes) -> Any:
-    """The tree `dumps` wrote. Stale: another version of sim; Refused: not such data."""
+def inflate(data: bytes) -> bytes:
+    """A snapshot's tree, inflated no further than the size it says, which is at most
+    `MAX_INFLATION` times its compressed bytes: a zlib bomb is refused having allocated
+    no more than that."""
+    if data.startswith(MAGIC_BEFORE):
+        raise Stale("a snapshot of an earlier format (before it said its size)")
     if not data.startswith(MAGIC):
         if data[:1] == b"\x80":  # pickle's protocol byte: an earlier sim's snapshot, or worse
             raise Refused("a pickle, which is never loaded (snapshots of sim before they were "
                           "data were pickles: such a file is started over with --new)")
         raise Refused("not a snapshot of this kind (no world tree)")
+    body = memoryview(data)[len(MAGIC) + 8:]
+    size = int.from_bytes(data[len(MAGIC):len(MAGIC) + 8], "little")
+    if size > MAX_INFLATION * len(body):
+        raise Refused(f"a tree of {size} bytes from {len(body)} compressed: more than "
+                      f"{MAX_INFLATION} times, which no world sim writes is")
+    inflater = zlib.decompressobj()
     try:
-        header, entries, top = msgpack.unpackb(zlib.decompress(data[len(MAGIC):]),
-                                               ext_hook=_ext, raw=False, strict_map_key=True)
+        tree = inflater.decompress(body, size + 1)
+    except zlib.error as err:
+        raise Refused(f"not a snapshot ({err})") from None
+    if len(tree) > size or inflater.unconsumed_tail:
+        raise Refused(f"a tree that inflates beyond the {size} bytes it says")
+    if len(tree) != size or not inflater.eof or inflater.unused_data:
+        raise Refused(f"a tree of {len(tree)} bytes, not the {size} it says")
+    return tree
+
+
+def loads(data: bytes, *, single: tuple[type, ...] = ()) -> Any:
+    """The tree `dumps` wrote. Stale: another version of sim; Refused: not such data.
+    `single`: classes a world holds one object of at most (its control plane)."""
+    tree = inflate(data)
+    try:
+        header, entries, top = msgpack.unpackb(tree, ext_hook=_ext, raw=False,
+                                               strict_map_key=True)
     except Refused:
         raise
     except (ValueError, TypeError, zlib.error, msgpack.exceptions.ExtraData) as err:
         raise Refused(f"not a snapshot ({err})") from None
     except Exception as err:  # noqa: BLE001 - msgpack's own errors
         raise Refused(f"not a snapshot ({type(err).__name__})") from None
+    del tree
     decoder = _Decoder(header, entries)
     try:
+        decoder.check_nesting()
         root = decoder.r(top)
         decoder.fill()
         decoder.check_restored()
+        decoder.check_single(single)
     except (Refused, Stale):
         raise
     except (IndexError, KeyError, TypeError, ValueError, AttributeError, OverflowError,
