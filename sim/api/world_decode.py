@@ -546,7 +546,7 @@ def _check_queue(env: simpy.Environment) -> None:
             raise Refused("an event heap out of order")
 
 
-def inflate(data: bytes) -> bytes:
+def inflate(data: bytes) -> bytearray:
     """A snapshot's tree, inflated no further than the size it says, which is at most
     `MAX_INFLATION` times its compressed bytes: a zlib bomb is refused having allocated
     no more than that."""
@@ -562,16 +562,27 @@ def inflate(data: bytes) -> bytes:
     if size > MAX_INFLATION * len(body):
         raise Refused(f"a tree of {size} bytes from {len(body)} compressed: more than "
                       f"{MAX_INFLATION} times, which no world sim writes is")
-    inflater = zlib.decompressobj()
+    tree, done = bytearray(size), 0  # what it says, no more: filled a piece at a time
+    inflater, tail = zlib.decompressobj(), body
     try:
-        tree = inflater.decompress(body, size + 1)
+        while not inflater.eof and (tail or done < size):
+            piece = inflater.decompress(tail, min(_PIECE, size + 1 - done))
+            tail = inflater.unconsumed_tail
+            if done + len(piece) > size:
+                raise Refused(f"a tree that inflates beyond the {size} bytes it says")
+            tree[done:done + len(piece)] = piece
+            done += len(piece)
+            if not piece and not tail:
+                break
     except zlib.error as err:
         raise Refused(f"not a snapshot ({err})") from None
-    if len(tree) > size or inflater.unconsumed_tail:
-        raise Refused(f"a tree that inflates beyond the {size} bytes it says")
-    if len(tree) != size or not inflater.eof or inflater.unused_data:
-        raise Refused(f"a tree of {len(tree)} bytes, not the {size} it says")
+    if done != size or not inflater.eof or tail or inflater.unused_data:
+        raise Refused(f"a tree of {done} bytes, not the {size} it says")
     return tree
+
+
+#: how much of a tree is inflated at a time
+_PIECE = 1 << 20
 
 
 def loads(data: bytes, *, single: tuple[type, ...] = ()) -> Any:
