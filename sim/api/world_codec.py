@@ -1,7 +1,7 @@
 """The world as data: a type-tagged tree, read back without running anything it says.
 
-A snapshot (`sim.api.snapshot`) is this module's bytes: `MAGIC`, then zlib of
-the msgpack of `[header, entries, root]`. Every value that is not None, a bool, an int of 64
+A snapshot (`sim.api.snapshot`) is this module's bytes: `MAGIC`, the size of the
+tree (8 bytes), then zlib of the msgpack of `[header, entries, root]` (`frame`). Every value that is not None, a bool, an int of 64
 bits, a float, a str or bytes is an entry of the table, referred to by its
 index (msgpack extension 0), so shared objects stay shared and cycles (a
 compute and its runtime) come back as they were. An entry is `[tag, ...]`:
@@ -31,9 +31,11 @@ with these data" at most, never "run this".
 of them lambdas and closures. Each is stored as the name of its code in its
 module (`module:qualified.name#k`, k counting same-named lambdas in source
 order) with its defaults and its closure cells (data, like everything else);
-a bound method as (its object, the method's name). Restoring looks the name up
-among the code objects of that module as this version of sim has them: the
-registry of handlers is sim's own code, not the file.
+a bound method as (its object, the method's name). Only the kinds listed in
+`sim.api.event_kinds` may be written or read, their fields checked against the
+types listed there; restoring looks the name up among the code objects of that
+module as this version of sim has them: the registry of handlers is sim's own
+code, not the file.
 
 **Versions.** The header lists, for every module named in the snapshot, a hash
 of its source. A module changed since (another version of sim) makes the
