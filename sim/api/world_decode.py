@@ -539,8 +539,10 @@ def _check_queue(env: simpy.Environment) -> None:
                 and item[0] >= now and 0 <= item[2] < top and item[2] not in seen):
             raise Refused("an event heap that is not one SimPy keeps")
         seen.add(item[2])
-        if not all(callable(c) for c in item[3].callbacks or ()):
-            raise Refused("an event with a callback that is not a handler")
+        # events of the closed list only (a class or a builtin type is callable too)
+        if not all(type(c) in (types.FunctionType, types.MethodType)
+                   for c in item[3].callbacks or ()):
+            raise Refused("an event with a callback that is not an event of the world")
     for k in range(1, len(queue)):  # a heap: each entry no earlier than its parent
         if queue[k][:3] < queue[(k - 1) // 2][:3]:
             raise Refused("an event heap out of order")
