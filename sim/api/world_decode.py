@@ -445,7 +445,10 @@ class _Decoder:
             if check is _UNBUILT:
                 check = checks[t] = getattr(t, "check_restored", None)
             if check is not None:
-                check(obj)
+                try:
+                    check(obj)
+                except ValueError as err:  # the class's own reason, as the refusal
+                    raise Refused(str(err)[:200]) from None
 
     def fill_object(self, obj: Any, e: list[Any]) -> None:
         cls, names, allowed = self.shape(e[1])

@@ -160,6 +160,14 @@ def _an_event_method_on_another_class(tree: Tree) -> Tree:
     return tree
 
 
+def _a_class_as_a_callback(tree: Tree) -> Tree:
+    """A pending event (a timer's) whose callback is a class of sim (calling it makes an
+    object)."""
+    i = _first(tree, "m")
+    tree[1][i] = ["cls", "sim.engine.model:Operation"]
+    return tree
+
+
 def _a_function_not_listed(tree: Tree) -> Tree:
     _module(tree, "sim.scenario.runner")
     i = _first(tree, "c")
@@ -263,6 +271,7 @@ CASES: list[tuple[str, Craft, str]] = [  # what, how, a word of its refusal
     ("a method that is no event", _a_method_not_an_event, "advance"),
     ("an event's method on another class", _an_event_method_on_another_class, "ManagedAuth"),
     ("a function not listed", _a_function_not_listed, "schedule_actions"),
+    ("a class as a callback", _a_class_as_a_callback, "not an event of the world"),
     ("a timer of another control plane", _a_timer_of_another_control_plane, "Timer.cp"),
     ("a timer of a second control plane", _a_timer_of_a_second_control_plane,
      "more than one ControlPlane"),
