@@ -1,8 +1,9 @@
 """The world as data: a type-tagged tree, read back without running anything it says.
 
 A snapshot (`sim.api.snapshot`) is this module's bytes: `MAGIC`, the size of the
-tree (8 bytes), then zlib of the msgpack of `[header, entries, root]` (`frame`). Every value that is not None, a bool, an int of 64
-bits, a float, a str or bytes is an entry of the table, referred to by its
+tree (8 bytes), then zlib of the msgpack of `[header, entries, root]` (`frame`).
+Every value that is not None, a bool, an int of 64 bits, a float, a str or bytes
+is an entry of the table, referred to by its
 index (msgpack extension 0), so shared objects stay shared and cycles (a
 compute and its runtime) come back as they were. An entry is `[tag, ...]`:
 

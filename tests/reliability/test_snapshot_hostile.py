@@ -441,8 +441,9 @@ def test_a_zlib_bomb_is_refused_before_it_is_inflated(
     """2 GiB of zeros in about 2 MB: refused having allocated at most what it claims.
     Beside what opening the world it claims to be costs, only the file's own bytes are
     held (reading, authenticating and inflating the sealed snapshot holds up to four
-    times its bytes at once; any snapshot of that many bytes costs that); one that claims the most a snapshot of its bytes may (32 times them) costs
-    that tree too, and not twice it."""
+    times its bytes at once; any snapshot of that many bytes costs that); one that
+    claims the most a snapshot of its bytes may (32 times them) costs that tree too,
+    and not twice it."""
     body = bomb_claiming_the_world[len(world_codec.MAGIC) + 8:]
     size = {"its own size": 2 << 30, "the world's size": world.tree_size,
             "the most it may": world_codec.MAX_INFLATION * len(body)}[claim]
