@@ -234,9 +234,13 @@ class OutageRequest(Body):
     duration_seconds: Annotated[float, Field(strict=True, gt=0, le=MAX_SIM_SPAN_S)]
 
 
+#: the most latency /_sim/faults injects into each API call (a minute)
+MAX_EXTRA_LATENCY_MS = 60_000
+
+
 class FaultsRequest(Body):
     operation_failure_rate: Annotated[float, Field(strict=True, ge=0, lt=1)] | None = None
-    extra_latency_ms: Annotated[float, Field(strict=True, ge=0, le=60_000)] | None = None
+    extra_latency_ms: Annotated[float, Field(strict=True, ge=0, le=MAX_EXTRA_LATENCY_MS)] | None = None
     outage: OutageRequest | None = Field(
         None, description="replaces the outage windows; null or absent keeps them")
     clear_outages: StrictBool = False

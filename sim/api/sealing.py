@@ -77,7 +77,8 @@ class Seal:
             raise SealError("not a sealed value")
         nonce = sealed[1:1 + _NONCE]
         try:
-            return self._aead.decrypt(nonce, sealed[1 + _NONCE:], purpose)
+            # a view, not a copy: a snapshot is opened holding it and its plaintext only
+            return self._aead.decrypt(nonce, memoryview(sealed)[1 + _NONCE:], purpose)
         except InvalidTag:
             raise SealError("the key does not open it, or it was changed") from None
 

@@ -413,6 +413,8 @@ class SimServer:
         has one: no fleet is built, what a build sets beside the world is set from it."""
         cp, faults, actions, built = state
         self.cp, self.faults, self.actions = cp, faults, actions  # type: ignore[assignment]
+        # where auth keeps its databases is this server's, never a snapshot's: in memory
+        self.cp.auth.data_dir = None
         self.fleet_build = built  # type: ignore[assignment]
         self._scenario_keys(self.fleet_build)
         self._engine_scenario = None if self.scenario is None else _on_engine_clock(self.scenario)

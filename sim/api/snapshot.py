@@ -137,8 +137,11 @@ def dumps(world: Any) -> bytes:
 
 def loads(data: bytes) -> Any:
     """The world `dumps` wrote. `Stale`: written by another version of sim (replay the
-    journal instead); `Refused`: not such data (nothing was run)."""
-    return world_decode.loads(data)
+    journal instead); `Refused`: not such data (nothing was run). A world holds one control
+    plane: every timer and event that names one names it."""
+    from sim.engine.control_plane import ControlPlane
+
+    return world_decode.loads(data, single=(ControlPlane,))
 
 
 __all__ = ["Refused", "Stale", "dumps", "loads"]

@@ -1,8 +1,9 @@
 """The world as data: a type-tagged tree, read back without running anything it says.
 
-A snapshot (`sim.api.snapshot`) is this module's bytes: `MAGIC`, then zlib of
-the msgpack of `[header, entries, root]`. Every value that is not None, a bool, an int of 64
-bits, a float, a str or bytes is an entry of the table, referred to by its
+A snapshot (`sim.api.snapshot`) is this module's bytes: `MAGIC`, the size of the
+tree (8 bytes), then zlib of the msgpack of `[header, entries, root]` (`frame`).
+Every value that is not None, a bool, an int of 64 bits, a float, a str or bytes
+is an entry of the table, referred to by its
 index (msgpack extension 0), so shared objects stay shared and cycles (a
 compute and its runtime) come back as they were. An entry is `[tag, ...]`:
 
@@ -31,9 +32,11 @@ with these data" at most, never "run this".
 of them lambdas and closures. Each is stored as the name of its code in its
 module (`module:qualified.name#k`, k counting same-named lambdas in source
 order) with its defaults and its closure cells (data, like everything else);
-a bound method as (its object, the method's name). Restoring looks the name up
-among the code objects of that module as this version of sim has them: the
-registry of handlers is sim's own code, not the file.
+a bound method as (its object, the method's name). Only the kinds listed in
+`sim.api.event_kinds` may be written or read, their fields checked against the
+types listed there; restoring looks the name up among the code objects of that
+module as this version of sim has them: the registry of handlers is sim's own
+code, not the file.
 
 **Versions.** The header lists, for every module named in the snapshot, a hash
 of its source. A module changed since (another version of sim) makes the
@@ -68,8 +71,19 @@ import numpy as np
 import simpy
 import simpy.events
 
+from sim.api.event_kinds import EVENT_KINDS, FUNCTIONS, METHODS
+
 FORMAT = 1
-MAGIC = b"sim-world\x01"  # then zlib of the msgpack tree
+MAGIC = b"sim-world\x02"  # then the tree's size (8 bytes, little-endian), then its zlib
+#: the format before a snapshot said its size: read as another version's (`Stale`)
+MAGIC_BEFORE = b"sim-world\x01"
+#: a tree is at most this many times its compressed bytes (sim's own are 2 to 6 times):
+#: a snapshot that says more, or inflates beyond what it says, is refused before its bytes
+#: are inflated (`sim.api.world_decode.inflate`); a tree that would compress further is
+#: written stored
+MAX_INFLATION = 32
+#: containers (lists, tuples, dicts, sets) inside one another, at most: sim's own nest 4 deep
+MAX_NESTING = 32
 _REF = 0  # msgpack extension code of a reference to an entry
 
 #: modules whose classes and functions a snapshot may name (prefixes end with ".")
@@ -92,6 +106,16 @@ PLAIN_CLASSES: set[str] = {
     "sim.scenario.runner:Fleet", "sim.engine.history_fold:HistoryFold",
     "sim.kernel.handover:RestOfSessions",
 }
+
+#: fields that are the running server's, never a snapshot's (paths: where the process keeps
+#: files): not written; a snapshot naming one is refused; the restored object has None there
+#: until the server that restores it sets its own
+LOCAL_FIELDS: dict[str, frozenset[str]] = {
+    "sim.engine.auth:ManagedAuth": frozenset({"data_dir"}),
+}
+
+#: the pydantic models a snapshot may hold (a scenario's scripted calls), validated again
+MODELS = frozenset({"sim.scenario.schema:ActionSpec"})
 
 #: SimPy's own classes a snapshot holds (its pending events)
 _SIMPY = {"simpy.events:Event": simpy.events.Event, "simpy.events:Timeout": simpy.events.Timeout}
@@ -316,7 +340,10 @@ class _Encoder:
             name = obj.__func__.__name__
             if getattr(type(obj.__self__), name, None) is not obj.__func__:
                 raise TypeError(f"a snapshot cannot hold the bound method {obj!r}")
-            self.cls(type(obj.__self__))
+            if name not in METHODS.get(self.cls(type(obj.__self__)), ()):
+                raise TypeError(f"a snapshot cannot hold the method {name} of a "
+                                f"{type(obj.__self__).__name__} (not in "
+                                f"sim.api.event_kinds.METHODS)")
             return ["m", r(obj.__self__), name]
         if t is simpy.Environment:
             if obj.active_process is not None:
@@ -335,6 +362,8 @@ class _Encoder:
         if isinstance(obj, tuple) and hasattr(t, "_fields"):  # a NamedTuple
             return ["nt", name, [r(x) for x in obj]]
         if hasattr(obj, "__pydantic_fields_set__"):
+            if name not in MODELS:
+                raise TypeError(f"a snapshot cannot hold a {name} (not in world_codec.MODELS)")
             return ["p", name, r(obj.__dict__), r(set(obj.__pydantic_fields_set__)),
                     r(obj.__pydantic_extra__), r(obj.__pydantic_private__)]
         if not (dataclasses.is_dataclass(t) or name in PLAIN_CLASSES or name in _SIMPY):
@@ -342,7 +371,8 @@ class _Encoder:
                             f"(sim.api.world_codec.PLAIN_CLASSES) if it is plain data")
         if _own_state(t):  # state of its own making (a session feed's)
             return ["g", name, r(obj.__getstate__())]
-        fields = _fields_of(obj)
+        local = LOCAL_FIELDS.get(name, ())
+        fields = [(k, v) for k, v in _fields_of(obj) if k not in local]
         shape = (name, tuple(k for k, _v in fields))
         index = self.shapes.get(shape)
         if index is None:
@@ -359,12 +389,18 @@ class _Encoder:
             if _lookup(module, fn.__qualname__) is not fn:
                 raise TypeError(f"a snapshot cannot hold {module}.{fn.__qualname__}: "
                                 f"not the one its module names")
+            if f"{module}:{fn.__qualname__}" not in FUNCTIONS:
+                raise TypeError(f"a snapshot cannot hold the function {module}.{fn.__qualname__}"
+                                f" (not in sim.api.event_kinds.FUNCTIONS)")
             return ["f", f"{module}:{fn.__qualname__}"]
         _codes(module)
         key = _CODE_KEYS[module].get(id(code))
         if key is None:
             raise TypeError(f"a snapshot cannot hold {module}.{fn.__qualname__}: its code is "
                             f"not its module's")
+        if f"{module}:{key}" not in EVENT_KINDS:
+            raise TypeError(f"a snapshot cannot hold the handler {module}:{key}: add it to "
+                            f"sim.api.event_kinds.EVENT_KINDS with the types of its fields")
         r = self.ref
         return ["c", f"{module}:{key}", r(fn.__defaults__), r(fn.__kwdefaults__),
                 [r(c) for c in (fn.__closure__ or ())]]
@@ -399,7 +435,16 @@ def dumps(root: Any) -> bytes:
     top = enc.run(root)
     header = {"format": FORMAT, "modules": {m: _module_hash(m) for m in sorted(enc.modules)},
               "shapes": [[name, list(fields)] for name, fields in enc.shapes]}
-    return MAGIC + zlib.compress(msgpack.packb([header, enc.entries, top], use_bin_type=True), 1)
+    return frame(msgpack.packb([header, enc.entries, top], use_bin_type=True))
+
+
+def frame(tree: bytes) -> bytes:
+    """A packed tree as a snapshot's bytes: its size, then its zlib (stored, when it would
+    compress beyond `MAX_INFLATION`: the reader refuses more)."""
+    packed = zlib.compress(tree, 1)
+    if len(tree) > MAX_INFLATION * len(packed):
+        packed = zlib.compress(tree, 0)
+    return MAGIC + len(tree).to_bytes(8, "little") + packed
 
 
 def _own_state(cls: type) -> bool:

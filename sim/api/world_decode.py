@@ -15,6 +15,7 @@ import dataclasses
 import datetime as dt
 import enum
 import itertools
+import math
 import sys
 import threading
 import types
@@ -26,13 +27,20 @@ import numpy as np
 import simpy
 import simpy.events
 
+from sim.api.declared_fields import declared
+from sim.api.event_kinds import EVENT_KINDS, FUNCTIONS, METHODS
 from sim.api.world_codec import (
     _BUILTIN_TYPES,
     _CODEC_TAGS,
     _REF,
     _SIMPY,
     FORMAT,
+    LOCAL_FIELDS,
     MAGIC,
+    MAGIC_BEFORE,
+    MAX_INFLATION,
+    MAX_NESTING,
+    MODELS,
     PLAIN_CLASSES,
     Refused,
     Stale,
@@ -58,36 +66,6 @@ def _ext(code: int, data: bytes) -> Any:
     if code != _REF or len(data) != 4:
         raise Refused(f"an unknown extension {code}")
     return _Ref(int.from_bytes(data, "little"))
-
-
-_SIMPLE = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,),
-           "bytes": (bytes,)}
-_FIELD_TYPES: dict[type, dict[str, tuple[type, ...] | None]] = {}
-
-
-def _field_types(cls: type) -> dict[str, tuple[type, ...] | None]:
-    """A dataclass's fields with, for those of simple declared types, the types allowed."""
-    found = _FIELD_TYPES.get(cls)
-    if found is None:
-        found = {}
-        for f in dataclasses.fields(cls):
-            ann = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
-            parts = [p.strip() for p in str(ann).split("|")]
-            allowed: tuple[type, ...] = ()
-            for p in parts:
-                if p == "None":
-                    allowed += (type(None),)
-                elif p in _SIMPLE:
-                    allowed += _SIMPLE[p]
-                else:
-                    allowed = ()
-                    break
-            # bool is an int; a numpy scalar may stand for a float or an int
-            if allowed and (int in allowed or float in allowed):
-                allowed += (np.integer, np.floating)
-            found[f.name] = allowed or None
-        _FIELD_TYPES[cls] = found
-    return found
 
 
 class _Decoder:
@@ -118,10 +96,14 @@ class _Decoder:
         self.shapes = shapes
         self.classes: dict[str, type] = {}  # names already looked up and checked
         self.shape_info: dict[int, tuple[type, list[str], list[Any]]] = {}
+        self.local: dict[int, frozenset[str]] = {}  # shape -> its fields of the running server
         if not isinstance(entries, list):
             raise Refused("no table of values")
         self.entries = entries
         self.objs: list[Any] = [_UNBUILT] * len(entries)
+        #: every event rebuilt: its kind, its defaults and its cells by name (checked once
+        #: the cells are filled)
+        self.handlers: list[tuple[str, dict[str, Any], dict[str, types.CellType]]] = []
 
     # -- names
     def cls(self, name: Any) -> type:
@@ -156,15 +138,20 @@ class _Decoder:
                 raise Refused(f"an object of no shape {str(i)[:20]}")
             name, names = self.shapes[i]
             cls = self.data_class(name)
-            types_ = _field_types(cls) if dataclasses.is_dataclass(cls) else None
+            types_ = declared(cls) if name not in _SIMPY else None
             allowed: list[Any] = []
             for k in names:
                 if k.startswith("__") or not k.isidentifier():
                     raise Refused(f"a {cls.__name__} with a field of no name")
-                if types_ is not None and k not in types_ and not k.startswith("_"):
-                    raise Refused(f"a {cls.__name__} with a field {k[:40]!r} it does not have")
-                allowed.append(None if types_ is None else types_.get(k))
+                if k in LOCAL_FIELDS.get(name, ()):
+                    raise Refused(f"a {cls.__name__} given its {k[:40]}, a path: a snapshot "
+                                  f"never gives one (the running server's is used)")
+                if types_ is not None and k not in types_:
+                    raise Refused(f"a {cls.__name__} with a field {k[:40]!r} its class does "
+                                  f"not declare")
+                allowed.append(None if types_ is None else types_[k])
             found = self.shape_info[i] = (cls, names, allowed)
+            self.local[i] = LOCAL_FIELDS.get(name, frozenset())
         return found
 
     # -- values
@@ -211,8 +198,8 @@ class _Decoder:
                 self.fill_object(obj, e)
         elif tag == "p":
             cls = self.cls(e[1])
-            if not hasattr(cls, "model_fields"):
-                raise Refused(f"{e[1]} is not a model")
+            if e[1] not in MODELS or not hasattr(cls, "model_fields"):
+                raise Refused(f"it holds a {str(e[1])[:80]}, which a snapshot may not")
             obj = cls.__new__(cls)
         elif tag == "ao":
             if not (isinstance(e[1], list) and isinstance(e[2], list)
@@ -297,7 +284,7 @@ class _Decoder:
 
     def function(self, name: Any) -> Any:
         module, _, qualname = str(name).partition(":")
-        if module not in self.modules or "<locals>" in qualname:
+        if name not in FUNCTIONS or module not in self.modules:
             raise Refused(f"it names the function {str(name)[:80]!r}, which it may not")
         fn = _lookup(module, qualname)
         if not isinstance(fn, types.FunctionType) or fn.__module__ != module:
@@ -306,18 +293,23 @@ class _Decoder:
 
     def closure(self, e: list[Any]) -> types.FunctionType:
         module, _, key = str(e[1]).partition(":")
-        if module not in self.modules:
-            raise Refused(f"it names the handler {str(e[1])[:80]!r}, which it may not")
+        fields = EVENT_KINDS.get(e[1]) if type(e[1]) is str else None
+        if fields is None or module not in self.modules:
+            raise Refused(f"an event of no known kind {str(e[1])[:80]!r}")
         code = _codes(module).get(key)
         if code is None:
             raise Refused(f"it names the handler {e[1]!r}, which sim does not have")
         defaults, kwdefaults = self.r(e[2]), self.r(e[3])
         cells = tuple(self.r(c) for c in e[4])
+        named = _defaulted(code, defaults)
         if (len(cells) != len(code.co_freevars)
                 or not all(type(c) is types.CellType for c in cells)
                 or not (defaults is None or type(defaults) is tuple)
-                or not (kwdefaults is None or type(kwdefaults) is dict)):
-            raise Refused(f"the handler {e[1]!r} is not given what its code takes")
+                or kwdefaults is not None or named is None
+                or set(fields) != {*code.co_freevars, *named}):
+            raise Refused(f"the event {e[1]!r} is not given the fields of its kind")
+        self.handlers.append((e[1], dict(zip(named, defaults or (), strict=True)),
+                              dict(zip(code.co_freevars, cells, strict=True))))
         fn = types.FunctionType(code, vars(sys.modules[module]), code.co_name, defaults,
                                 cells or None)
         fn.__kwdefaults__ = kwdefaults
@@ -329,9 +321,10 @@ class _Decoder:
         if not isinstance(name, str) or name.startswith("__"):
             raise Refused(f"it names the method {str(name)[:80]!r}, which it may not")
         fn = getattr(type(obj), name, None)
-        if (not isinstance(fn, types.FunctionType)
+        if (name not in METHODS.get(_name(type(obj)), ()) or not isinstance(fn, types.FunctionType)
                 or not _allowed_module(fn.__module__)):
-            raise Refused(f"it names the method {str(name)[:80]!r}, which it may not")
+            raise Refused(f"it names the method {str(name)[:80]!r} of a "
+                          f"{type(obj).__name__}, which is no event of the world")
         return types.MethodType(fn, obj)
 
     # -- filling
@@ -353,11 +346,6 @@ class _Decoder:
                     obj.cell_contents = r(e[1])
             elif tag == "o" and not _frozen(type(obj)):
                 self.fill_object(obj, e)
-            elif tag == "p":
-                for attr, x in zip(("__dict__", "__pydantic_fields_set__",
-                                    "__pydantic_extra__", "__pydantic_private__"), e[2:6],
-                                   strict=True):
-                    object.__setattr__(obj, attr, r(x))
             elif tag == "ao":
                 obj.ravel()[:] = [r(x) for x in e[2]]
             elif tag == "rng":
@@ -369,12 +357,12 @@ class _Decoder:
                 obj._eid = itertools.count(e[2])  # noqa: SLF001
                 obj._queue = queue  # noqa: SLF001
                 later.append(i)
-            elif tag in ("d", "s", "g"):
+            elif tag in ("d", "s", "g", "p"):
                 later.append(i)
         # what hashes its items (dicts, sets) once every object has its fields; then what
         # reads whole dicts (a generator's state), checks the event heap; last, objects
         # that rebuild themselves from their state (which may draw from those generators)
-        order = {"d": 0, "s": 0, "rng": 1, "env": 1, "g": 2}
+        order = {"d": 0, "s": 0, "rng": 1, "env": 1, "p": 1, "g": 2}
         later.sort(key=lambda i: order[self.entries[i][0]])
         for i in later:
             e, obj = self.entries[i], self.objs[i]
@@ -394,15 +382,62 @@ class _Decoder:
                 obj.bit_generator.state = state
             elif tag == "env":
                 _check_queue(obj)
+            elif tag == "p":
+                _fill_model(obj, *(r(x) for x in e[2:6]))
             elif tag == "g":
                 try:
                     obj.__setstate__(r(e[2]))
                 except (RuntimeError, StopIteration) as err:
                     raise Refused(f"a {e[1]} that cannot be rebuilt ({err})") from None
 
+    def check_nesting(self) -> None:
+        """Containers nest at most `MAX_NESTING` deep, and none holds itself (read from the
+        table, before anything is built)."""
+        entries, depth = self.entries, [0] * len(self.entries)  # 0: not yet, -1: on the way
+        for root in range(len(entries)):
+            if depth[root]:
+                continue
+            stack = [(root, _contained(entries[root]), 0)]
+            depth[root] = -1
+            while stack:
+                i, kids, at = stack[-1]
+                if at < len(kids):
+                    stack[-1] = (i, kids, at + 1)
+                    k = kids[at]
+                    if not 0 <= k < len(entries):
+                        raise Refused(f"a reference to entry {k} of {len(entries)}")
+                    if depth[k] == -1:
+                        raise Refused("a container that holds itself")
+                    if depth[k] == 0:
+                        if len(stack) >= MAX_NESTING:
+                            raise Refused(f"containers nested more than {MAX_NESTING} deep")
+                        depth[k] = -1
+                        stack.append((k, _contained(entries[k]), 0))
+                    continue
+                stack.pop()
+                depth[i] = 1 + max((depth[k] for k in kids), default=0)
+                if depth[i] > MAX_NESTING:
+                    raise Refused(f"containers nested more than {MAX_NESTING} deep")
+
+    def check_single(self, single: tuple[type, ...]) -> None:
+        for cls in single:
+            if sum(1 for o in self.objs if type(o) is cls) > 1:
+                raise Refused(f"more than one {cls.__name__} (a world has one)")
+
     def check_restored(self) -> None:
         """Objects whose class checks itself once whole (`check_restored`, ValueError to
-        refuse): what field types cannot say (a timer's verb is one of the known ones)."""
+        refuse): what field types cannot say (a timer's verb is one of the known ones);
+        every event's fields against the types of its kind."""
+        for kind, defaults, cells in self.handlers:
+            spec = EVENT_KINDS[kind]
+            for name, cell in cells.items():
+                try:
+                    value = cell.cell_contents
+                except ValueError:
+                    raise Refused(f"the event {kind!r} without its {name}") from None
+                _check_field(kind, name, spec[name], value)
+            for name, value in defaults.items():
+                _check_field(kind, name, spec[name], value)
         checks: dict[type, Any] = {}
         for obj in self.objs:
             t = type(obj)
@@ -410,7 +445,10 @@ class _Decoder:
             if check is _UNBUILT:
                 check = checks[t] = getattr(t, "check_restored", None)
             if check is not None:
-                check(obj)
+                try:
+                    check(obj)
+                except ValueError as err:  # the class's own reason, as the refusal
+                    raise Refused(str(err)[:200]) from None
 
     def fill_object(self, obj: Any, e: list[Any]) -> None:
         cls, names, allowed = self.shape(e[1])
@@ -418,14 +456,79 @@ class _Decoder:
         if not isinstance(values, list) or len(values) != len(names):
             raise Refused(f"a {cls.__name__} not of its shape")
         r = self.r
-        for k, x, types_ in zip(names, values, allowed, strict=True):
+        for k, x, check in zip(names, values, allowed, strict=True):
             v = r(x)
-            if types_ is not None and not isinstance(v, types_):
-                raise Refused(f"{cls.__name__}.{k} is a {type(v).__name__}")
+            if check is not None and not check(v):
+                nan = isinstance(v, float) and v != v  # noqa: PLR0124 - NaN is not itself
+                what = "NaN" if nan else f"a {type(v).__name__}"
+                raise Refused(f"{cls.__name__}.{k} is {what}, not of its declared type")
             object.__setattr__(obj, k, v)
+        for k in self.local[e[1]]:
+            object.__setattr__(obj, k, None)
 
 
 _UNBUILT, _BUILDING = object(), object()
+_CONTAINERS = frozenset({"l", "t", "d", "s", "fs", "q"})
+
+
+def _contained(e: Any) -> list[int]:
+    """The entries a container entry holds (none for anything else)."""
+    if not (type(e) is list and len(e) > 1 and e[0] in _CONTAINERS and type(e[1]) is list):
+        return []
+    return [x.i for x in e[1] if type(x) is _Ref]
+
+
+def _fill_model(obj: Any, fields: Any, fields_set: Any, extra: Any, private: Any) -> None:
+    """A model of a snapshot, validated as any other input of its kind would be."""
+    cls = type(obj)
+    if (type(fields) is not dict or type(fields_set) is not set
+            or not fields_set <= set(cls.model_fields) or extra not in (None, {})
+            or private is not None):
+        raise Refused(f"a {cls.__name__} not as sim writes one")
+    valid = cls.model_validate(fields)  # a ValidationError is a ValueError: refused
+    object.__setattr__(obj, "__dict__", valid.__dict__)
+    object.__setattr__(obj, "__pydantic_fields_set__", fields_set)
+    object.__setattr__(obj, "__pydantic_extra__", extra)
+    object.__setattr__(obj, "__pydantic_private__", None)
+
+
+def _defaulted(code: types.CodeType, defaults: Any) -> tuple[str, ...] | None:
+    """The names of the parameters `defaults` are the defaults of (None: more than it has)."""
+    n = 0 if defaults is None else len(defaults) if type(defaults) is tuple else -1
+    if not 0 <= n <= code.co_argcount:
+        return None
+    return code.co_varnames[code.co_argcount - n:code.co_argcount]
+
+
+def _check_field(kind: str, name: str, spec: str, value: Any) -> None:
+    """One field of an event against its declared type (`sim.api.event_kinds`)."""
+    if spec.startswith("?"):
+        if value is None:
+            return
+        spec = spec[1:]
+    ok: bool
+    if spec == "id":
+        ok = type(value) is str
+    elif spec == "number":
+        ok = type(value) in (int, float) and math.isfinite(value)
+    elif spec == "bool":
+        ok = type(value) is bool
+    elif spec == "handler":
+        ok = type(value) in (types.FunctionType, types.MethodType)
+    elif spec in ("list", "dict"):
+        ok = type(value) is (list if spec == "list" else dict)
+    elif spec == "row":
+        ok = type(value) is dict and all(type(k) is str for k in value)
+    elif spec == "id_pair":
+        ok = type(value) is tuple and len(value) == 2 and all(type(v) is str for v in value)
+    elif spec == "project_or_branch":
+        ok = _name(type(value)) in ("sim.engine.model:Project", "sim.engine.model:Branch")
+    else:
+        ok = _name(type(value)) == spec
+    if not ok:
+        shown = "NaN" if isinstance(value, float) and value != value else type(value).__name__  # noqa: PLR0124
+        raise Refused(f"the event {kind.rpartition(':')[2]} has a {shown} as its {name}, "
+                      f"not a {spec}")
 
 
 def _check_queue(env: simpy.Environment) -> None:
@@ -439,34 +542,75 @@ def _check_queue(env: simpy.Environment) -> None:
                 and item[0] >= now and 0 <= item[2] < top and item[2] not in seen):
             raise Refused("an event heap that is not one SimPy keeps")
         seen.add(item[2])
-        if not all(callable(c) for c in item[3].callbacks or ()):
-            raise Refused("an event with a callback that is not a handler")
+        # events of the closed list only (a class or a builtin type is callable too)
+        if not all(type(c) in (types.FunctionType, types.MethodType)
+                   for c in item[3].callbacks or ()):
+            raise Refused("an event with a callback that is not an event of the world")
     for k in range(1, len(queue)):  # a heap: each entry no earlier than its parent
         if queue[k][:3] < queue[(k - 1) // 2][:3]:
             raise Refused("an event heap out of order")
 
 
-def loads(data: bytes) -> Any:
-    """The tree `dumps` wrote. Stale: another version of sim; Refused: not such data."""
+def inflate(data: bytes) -> bytearray:
+    """A snapshot's tree, inflated no further than the size it says, which is at most
+    `MAX_INFLATION` times its compressed bytes: a zlib bomb is refused having allocated
+    no more than that."""
+    if data.startswith(MAGIC_BEFORE):
+        raise Stale("a snapshot of an earlier format (before it said its size)")
     if not data.startswith(MAGIC):
         if data[:1] == b"\x80":  # pickle's protocol byte: an earlier sim's snapshot, or worse
             raise Refused("a pickle, which is never loaded (snapshots of sim before they were "
                           "data were pickles: such a file is started over with --new)")
         raise Refused("not a snapshot of this kind (no world tree)")
+    body = memoryview(data)[len(MAGIC) + 8:]
+    size = int.from_bytes(data[len(MAGIC):len(MAGIC) + 8], "little")
+    if size > MAX_INFLATION * len(body):
+        raise Refused(f"a tree of {size} bytes from {len(body)} compressed: more than "
+                      f"{MAX_INFLATION} times, which no world sim writes is")
+    tree, done = bytearray(size), 0  # what it says, no more: filled a piece at a time
+    inflater, tail = zlib.decompressobj(), body
     try:
-        header, entries, top = msgpack.unpackb(zlib.decompress(data[len(MAGIC):]),
-                                               ext_hook=_ext, raw=False, strict_map_key=True)
+        while not inflater.eof and (tail or done < size):
+            piece = inflater.decompress(tail, min(_PIECE, size + 1 - done))
+            tail = inflater.unconsumed_tail
+            if done + len(piece) > size:
+                raise Refused(f"a tree that inflates beyond the {size} bytes it says")
+            tree[done:done + len(piece)] = piece
+            done += len(piece)
+            if not piece and not tail:
+                break
+    except zlib.error as err:
+        raise Refused(f"not a snapshot ({err})") from None
+    if done != size or not inflater.eof or tail or inflater.unused_data:
+        raise Refused(f"a tree of {done} bytes, not the {size} it says")
+    return tree
+
+
+#: how much of a tree is inflated at a time
+_PIECE = 1 << 20
+
+
+def loads(data: bytes, *, single: tuple[type, ...] = ()) -> Any:
+    """The tree `dumps` wrote. Stale: another version of sim; Refused: not such data.
+    `single`: classes a world holds one object of at most (its control plane)."""
+    tree = inflate(data)
+    try:
+        header, entries, top = msgpack.unpackb(tree, ext_hook=_ext, raw=False,
+                                               strict_map_key=True)
     except Refused:
         raise
     except (ValueError, TypeError, zlib.error, msgpack.exceptions.ExtraData) as err:
         raise Refused(f"not a snapshot ({err})") from None
     except Exception as err:  # noqa: BLE001 - msgpack's own errors
         raise Refused(f"not a snapshot ({type(err).__name__})") from None
+    del tree
     decoder = _Decoder(header, entries)
     try:
+        decoder.check_nesting()
         root = decoder.r(top)
         decoder.fill()
         decoder.check_restored()
+        decoder.check_single(single)
     except (Refused, Stale):
         raise
     except (IndexError, KeyError, TypeError, ValueError, AttributeError, OverflowError,

@@ -12,7 +12,7 @@ import bisect
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import simpy
@@ -44,6 +44,9 @@ from sim.rules.operations import Action
 from sim.rules.sizes import Plan
 from sim.rules.states import OperationStatus
 
+if TYPE_CHECKING:
+    from sim.engine.history_fold import HistoryFold
+
 MAX_LIST_LIMIT = 1000
 MAX_SIMULATED_S = 100 * 365 * 86_400.0  # far beyond any scenario; keeps the clock finite
 PG_VERSIONS = (14, 15, 16, 17, 18)  # Postgres major versions a project may run
@@ -61,6 +64,8 @@ class Created:
 
 class ControlPlane(ComputeVerbs, Lifecycle, RoleVerbs, BranchVerbs, BranchTime, Recovery,
                    Restore, SnapshotVerbs):
+    #: a served world's daily fold of its history, set when the fold starts (none otherwise)
+    history_fold: HistoryFold
     def __init__(
         self,
         config: EngineConfig | None = None,

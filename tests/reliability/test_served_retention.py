@@ -136,7 +136,9 @@ SPOILS = {  # what a file could say that no world holds, and the error it must b
     "stamp": (lambda p, past: _spoil(past, "created_us", 0, -2**62), "no instant"),
     "newer": (lambda p, past: _spoil(past, "created_us", -1, p.operations[0].created_us),
               "not its oldest"),
-    "field": (lambda p, past: setattr(p, "past_operations", 5), "are not past operations"),
+    # refused by the field's declared type before the class's own check
+    "field": (lambda p, past: setattr(p, "past_operations", 5),
+              "past_operations is a int, not of its declared type"),
 }
 
 

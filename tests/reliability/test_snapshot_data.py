@@ -18,14 +18,13 @@ import copy
 import os
 import pickle
 import random
-import zlib
 from pathlib import Path
 from typing import Any
 
 import msgpack
 import pytest
 
-from sim.api import SimServer, in_process_client, snapshot, world_codec
+from sim.api import SimServer, in_process_client, snapshot, world_codec, world_decode
 from sim.api.journal import Entry
 from sim.api.restore import open_server
 from sim.api.state_file import StateError
@@ -130,13 +129,11 @@ class _RunsACommand:
 
 
 def _tree(data: bytes) -> list[Any]:
-    assert data.startswith(world_codec.MAGIC)
-    return msgpack.unpackb(zlib.decompress(data[len(world_codec.MAGIC):]), raw=False,
-                           strict_map_key=False)
+    return msgpack.unpackb(world_decode.inflate(data), raw=False, strict_map_key=False)
 
 
 def _pack(tree: list[Any]) -> bytes:
-    return world_codec.MAGIC + zlib.compress(msgpack.packb(tree, use_bin_type=True))
+    return world_codec.frame(msgpack.packb(tree, use_bin_type=True))
 
 
 def _ref(i: int) -> msgpack.ExtType:
@@ -286,7 +283,7 @@ def test_a_timer_naming_another_verb_is_refused() -> None:
     from sim.engine.timers import Timer
 
     cp = ControlPlane(seed=SEED)
-    data = snapshot.dumps([Timer(cp, "expire_branch", ("br-1",), 10.0)])
+    data = snapshot.dumps([Timer(cp, "expire_branch", ("br-1", "2026-01-05T00:00:10Z"), 10.0)])
     assert snapshot.loads(data)[0].verb == "expire_branch"
     tree = _tree(data)
     i = _first(tree, "o", "sim.engine.timers:Timer")
