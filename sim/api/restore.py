@@ -330,8 +330,18 @@ async def _replay_request(client: Any, journal: Journal, row: sqlite3.Row) -> No
     if (response.status_code >= 400) != failed_before:
         raise StateError(
             f"it answered {response.status_code} where it had "
-            f"{'failed' if failed_before else 'succeeded'}: {response.text[:300]}; the "
+            f"{'failed' if failed_before else 'succeeded'} ({_said(response)}); the "
             f"journal and this version of sim disagree")
+
+
+def _said(response: Any) -> str:
+    """What an answer says: its error's message (not the replay's request id), or its
+    first characters."""
+    try:
+        message = response.json().get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return message if isinstance(message, str) else response.text[:200]
 
 
 def _key_of(identity: str | None) -> ApiKey | None:

@@ -470,6 +470,12 @@ class SimServer:
         if self.mode is ClockMode.REALTIME:
             raise conflict("seconds", "the server runs a realtime clock; time moves by itself "
                                       "(start it with --clock manual to advance it by hand)")
+        ctx = CURRENT.get()
+        if ctx is not None and ctx.server is self:
+            # its steps are its journal rows, and it may have none: another advance may have
+            # reached its target first. A row of the request itself would, replayed, move
+            # the clock a whole `seconds` again
+            ctx.journaled = True
         with self._section():
             if not (isinstance(seconds, (int, float)) and seconds >= 0) \
                     or self.cp.now + seconds > MAX_SIMULATED_S:

@@ -133,7 +133,8 @@ def test_a_row_that_answers_otherwise_on_replay_is_named_and_the_rest_kept(
     kept.restart()
     view = assert_held_at(kept, crafted, "POST", path, applied_through=crafted - 1,
                           not_applied=2)
-    assert view["held"]["reason"].startswith("it answered 404 where it had succeeded")
+    assert view["held"]["reason"].startswith(
+        "it answered 404 where it had succeeded (project 'no-such-project' not found)")
     assert "disagree" in view["held"]["reason"]
     assert project_ids(kept) == {first}
     assert later not in project_ids(kept)
@@ -170,3 +171,17 @@ def test_a_branch_archiving_under_the_kernel_replays_after_a_sigkill(tmp_path: P
         serve.stop()
     assert "requests" in (tmp_path / "second.log").read_text()
     assert KEY not in state.read_bytes().decode("latin-1")
+
+
+def test_an_advance_is_journaled_by_its_steps_never_as_a_request(kept: Kept) -> None:
+    """An advance whose target is already reached (0 s here; under load, another client's
+    advance of the same day that got there first) moves nothing and writes no row: a row of
+    the request itself, replayed, would move the clock by its whole `seconds`."""
+    advance = kept.api.base_url.join("/_sim/advance")
+    for seconds in (0, 600, 0):
+        ok(kept.api.post(advance, json={"seconds": seconds}))
+    rows = kept.server.journal.entries()
+    assert [r["kind"] for r in rows if r["kind"] != "request"] == ["advance"]
+    assert not [r for r in rows if r["kind"] == "request" and r["path"] == "/_sim/advance"]
+    kept.restart()
+    assert kept.restored.held is None and kept.server.cp.now == 600
