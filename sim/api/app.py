@@ -27,6 +27,7 @@ from sim.api import (
     consumption,
     control,
     errors,
+    held_file,
     journal,
     limits,
     org_admin,
@@ -85,8 +86,10 @@ def create_app(server: SimServer) -> FastAPI:
         ],
     )
     app.state.server = server
-    # middleware: the last installed runs first (request id, then limits, then journal)
+    # middleware: the last installed runs first (request id, then limits, then a held
+    # file's refusals, then journal)
     journal.install(app, server)
+    held_file.install(app, server)  # before the journal: a held file refuses changes
     limits.install(app, server)
     errors.install(app, server)
     app.include_router(computes.router)

@@ -16,6 +16,7 @@ can always move time past an outage.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from sim.api import serialize as ser
@@ -32,6 +33,7 @@ from sim.api.schemas import (
     FaultsOut,
     FaultsRequest,
     ResetOut,
+    StateOut,
 )
 from sim.api.schemas_auth import (
     AuthQueryRequest,
@@ -72,6 +74,17 @@ def get_clock(server: Server, key: Key):
     """Simulated now (ISO, and seconds since the start), the clock mode and speed."""
     with server.world(api=False) as cp:
         return clock_view(server, cp)
+
+
+@router.get("/state", response_model=StateOut)
+def get_state(server: Server, key: Key):
+    """The state file (`sim serve --state`), or null; `held`: the journal row a restart could
+    not apply, the world being served read only up to the row before it (null: none)."""
+    held = server.held
+    if held is not None:
+        return {"file": Path(held.file).name, "held": held.view()}
+    journal = server.journal
+    return {"file": None if journal is None else journal.path.name, "held": None}
 
 
 @router.post("/advance", response_model=ClockOut, responses=error_docs(403, 409))

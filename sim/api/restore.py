@@ -5,9 +5,11 @@ here: its latest snapshot is loaded, and the journal rows after it are replayed
 through the same route handlers. The world comes from the snapshot alone: a
 scenario's fleet is built (and run through its warm-up) only when no snapshot
 loads (none yet, or one of another version of sim), on a control plane of the
-saved seed and scenario, before the whole journal is replayed. A replayed
-request that does not succeed as it did the first time stops the start (the
-journal and this version of `sim` disagree). This module sits above the app and
+saved seed and scenario, before the whole journal is replayed. A row that
+cannot be applied (its replay raises, or a request does not succeed as it did
+the first time: the journal and this version of `sim` disagree) stops the
+replay there: the world is built again up to the row before it and served read
+only, the file left as it is (`sim.api.held_file`). This module sits above the app and
 the routes (it replays through them) and above the state file, the journal and
 sealing (it reads through them).
 """
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sim.api import snapshot
+from sim.api.held_file import Unapplied, one_line
 from sim.api.journal import FORMAT, Journal, StateError, wall_now
 from sim.api.keys import ApiKey, KeyKind
 from sim.api.sealing import CHECK, SealError
@@ -56,6 +59,17 @@ class Restored:
     #: the world was built from the seed and scenario (no snapshot loaded): a scenario's
     #: whole fleet, run through its warm-up; a snapshot that loads makes a build needless
     built: bool = False
+    #: the row the replay could not apply: the world is served up to the row before it,
+    #: read only, and the file is left as it is (None: every row applied)
+    held: Unapplied | None = None
+
+
+class RowNotApplied(Exception):
+    """A journal row the replay cannot apply."""
+
+    def __init__(self, unapplied: Unapplied):
+        super().__init__(unapplied.line())
+        self.unapplied = unapplied
 
 
 def open_server(
@@ -87,17 +101,44 @@ def open_server(
             if seed is not None and seed != saved:
                 raise StateError(f"{journal.path} was created with seed {saved}, not {seed}")
             seed = saved
-        server = SimServer(seed=seed, clock=ClockMode.MANUAL, speed=speed, scenario=scenario,
-                           max_body_bytes=None, build=False, **server_options)
-        restored = Restored(created=created)
-        started = time.perf_counter()
-        after = _load_snapshot(journal, server)
-        if after is None:  # no snapshot that loads: the world from its seed (and scenario)
-            server.build_world()
-            restored.built = True
-        restored.snapshot_after = after or 0
-        restored.entries, restored.requests = replay(journal, server, restored.snapshot_after)
-        restored.seconds = time.perf_counter() - started
+
+        def restored_world(before: int | None) -> tuple[SimServer, Restored]:
+            server = SimServer(seed=seed, clock=ClockMode.MANUAL, speed=speed,
+                               scenario=scenario, max_body_bytes=None, build=False,
+                               **server_options)
+            restored = Restored(created=created)
+            started = time.perf_counter()
+            after = _load_snapshot(journal, server)
+            if after is None:  # no snapshot that loads: the world from its seed (and scenario)
+                server.build_world()
+                restored.built = True
+            restored.snapshot_after = after or 0
+            restored.entries, restored.requests = replay(journal, server,
+                                                         restored.snapshot_after, before)
+            restored.seconds = time.perf_counter() - started
+            return server, restored
+
+        try:
+            server, restored = restored_world(None)
+        except RowNotApplied as stop:
+            held = stop.unapplied
+            log.warning("%s", held.line())
+            # the row may have changed part of the world before it failed: the world is
+            # made again, up to the row before it (the rows before it applied the first time)
+            try:
+                server, restored = restored_world(held.seq)
+            except RowNotApplied as again:
+                raise StateError(f"{journal.path}: replaying up to row {held.seq} met "
+                                 f"{again.unapplied.row} ({again.unapplied.reason}), which "
+                                 f"had applied before; nothing is served") from None
+            restored.held = held
+            server.keys.restore(journal.key_records())
+            restored.keys = len(server.keys.hashed)
+            server.configure(clock="manual", speed=speed, rate_limit=rate_limit,
+                             max_body_bytes=max_body_bytes)
+            server.held = held  # served read only; the file is closed and left as it is
+            journal.close()
+            return server, restored
         server.keys.restore(journal.key_records())
         restored.keys = len(server.keys.hashed)
         server.configure(clock=clock, speed=speed, rate_limit=rate_limit,
@@ -181,8 +222,10 @@ def _scenario(meta: dict[str, str], given: str | Path | None, state: Path):
     return scenario, {"scenario_path": str(source.resolve()), "scenario_sha256": digest}
 
 
-def replay(journal: Journal, server: SimServer, after: int = 0) -> tuple[int, int]:
-    """Apply the journal rows after `after` to `server` (manual clock). (rows, requests)."""
+def replay(journal: Journal, server: SimServer, after: int = 0,
+           before: int | None = None) -> tuple[int, int]:
+    """Apply the journal rows after `after` (and before `before`, if given) to `server`
+    (manual clock). (rows, requests). `RowNotApplied` for a row that cannot be applied."""
     import anyio
     import httpx
 
@@ -190,6 +233,8 @@ def replay(journal: Journal, server: SimServer, after: int = 0) -> tuple[int, in
     from sim.api.deps import authenticate
 
     rows = journal.entries(after)
+    if before is not None:
+        rows = [row for row in rows if row["seq"] < before]
     if not rows:
         return 0, 0
     app = create_app(server)
@@ -206,29 +251,38 @@ def replay(journal: Journal, server: SimServer, after: int = 0) -> tuple[int, in
     def run_to(row: sqlite3.Row) -> None:
         with server.lock:
             if server.cp.now > row["t"]:
-                raise StateError(f"{journal.path}: entry {row['seq']} is at {row['t']} s but "
-                                 f"the replayed world is already at {server.cp.now} s")
+                raise StateError(f"it is at {row['t']} s but the replayed world is already "
+                                 f"at {server.cp.now} s")
             server.run_until(row["t"])
 
-    async def run() -> None:
+    async def apply(client: Any, row: sqlite3.Row) -> None:
         nonlocal requests
+        kind = row["kind"]
+        if kind == "reset":
+            server.reset()
+            return
+        run_to(row)
+        if kind == "faults":
+            args = json.loads(row["args"])
+            if args.get("outage") is not None:
+                args["outage"] = tuple(args["outage"])
+            server.set_faults(**args)
+        elif kind == "request":
+            requests += 1
+            acting[0] = _key_of(row["key"])
+            await _replay_request(client, journal, row)
+
+    async def run() -> None:
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
         async with httpx.AsyncClient(transport=transport, base_url="http://replay") as client:
-            for row in rows:
-                kind = row["kind"]
-                if kind == "reset":
-                    server.reset()
-                    continue
-                run_to(row)
-                if kind == "faults":
-                    args = json.loads(row["args"])
-                    if args.get("outage") is not None:
-                        args["outage"] = tuple(args["outage"])
-                    server.set_faults(**args)
-                elif kind == "request":
-                    requests += 1
-                    acting[0] = _key_of(row["key"])
-                    await _replay_request(client, journal, row)
+            for n, row in enumerate(rows):
+                try:
+                    await apply(client, row)
+                except SealError:
+                    raise
+                except Exception as err:  # noqa: BLE001 - any failure: the row is not applied
+                    raise RowNotApplied(_unapplied(journal, row, err,
+                                                   rows[n - 1]["seq"] if n else after)) from None
 
     server.replaying = True
     try:
@@ -246,6 +300,17 @@ def replay(journal: Journal, server: SimServer, after: int = 0) -> tuple[int, in
     return len(rows), requests
 
 
+def _unapplied(journal: Journal, row: sqlite3.Row, err: Exception,
+               applied_through: int) -> Unapplied:
+    """What a start says of a row it could not apply (`err`: why)."""
+    later = journal.entries(row["seq"])
+    reason = str(err) if isinstance(err, StateError) else f"{type(err).__name__}: {err}"
+    return Unapplied(file=str(journal.path), seq=row["seq"], kind=row["kind"],
+                     method=row["method"], path=row["path"], t=float(row["t"]),
+                     reason=one_line(reason), applied_through=applied_through,
+                     not_applied=1 + len(later))
+
+
 async def _replay_request(client: Any, journal: Journal, row: sqlite3.Row) -> None:
     url = row["path"] + (f"?{row['query']}" if row["query"] else "")
     headers = {"content-type": row["content_type"]} if row["content_type"] else {}
@@ -254,9 +319,19 @@ async def _replay_request(client: Any, journal: Journal, row: sqlite3.Row) -> No
     failed_before = row["outcome"] == "error"  # it failed unexpectedly: it fails again
     if (response.status_code >= 400) != failed_before:
         raise StateError(
-            f"{journal.path}: replaying entry {row['seq']} ({row['method']} {row['path']} at "
-            f"{row['t']} s) answered {response.status_code}: {response.text[:300]}; the "
+            f"it answered {response.status_code} where it had "
+            f"{'failed' if failed_before else 'succeeded'} ({_said(response)}); the "
             f"journal and this version of sim disagree")
+
+
+def _said(response: Any) -> str:
+    """What an answer says: its error's message (not the replay's request id), or its
+    first characters."""
+    try:
+        message = response.json().get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return message if isinstance(message, str) else response.text[:200]
 
 
 def _key_of(identity: str | None) -> ApiKey | None:
@@ -266,4 +341,4 @@ def _key_of(identity: str | None) -> ApiKey | None:
     return ApiKey("", KeyKind(d["kind"]), d["user_id"], d.get("org_id"), d.get("project_id"))
 
 
-__all__ = ["Restored", "StateError", "open_server", "replay"]
+__all__ = ["Restored", "RowNotApplied", "StateError", "open_server", "replay"]

@@ -496,6 +496,22 @@ class ClockOut(Out):
     speed: float
 
 
+class UnappliedRowOut(Out):
+    seq: int
+    kind: str
+    method: str | None
+    path: str | None
+    seconds: float
+    reason: str
+    applied_through: int
+    not_applied: int
+
+
+class StateOut(Out):
+    file: str | None
+    held: UnappliedRowOut | None
+
+
 class ConnectionsOut(Out):
     outcomes: dict[str, int]
     endpoint: EndpointOut

@@ -52,6 +52,7 @@ from sim.engine.records import ActionRecord
 from sim.rules.errors import STOPPING, ApiError, conflict, not_found, unavailable
 
 if TYPE_CHECKING:
+    from sim.api.held_file import Unapplied
     from sim.api.kernel_advance import KernelAdvance
     from sim.engine.model import Compute
     from sim.scenario.schema import ComputeSpec, Scenario
@@ -157,6 +158,8 @@ class SimServer:
         self.fleet_build = FleetBuild()
         self._wall_origin = 0.0  # wall() when the world's clock was at 0 (_start_clock)
         self.journal: Journal | None = None  # sim serve --state (sim.api.state_file)
+        #: a state file served read only up to a row its restart could not apply
+        self.held: Unapplied | None = None  # (sim.api.held_file)
         self.advance_step_s = float(advance_step_s)
         self.snapshot_every: int | None = None  # journal rows between snapshots of the world
         self.replaying = False  # replaying a journal: no injected latency
@@ -479,6 +482,12 @@ class SimServer:
         if self.mode is ClockMode.REALTIME:
             raise conflict("seconds", "the server runs a realtime clock; time moves by itself "
                                       "(start it with --clock manual to advance it by hand)")
+        ctx = CURRENT.get()
+        if ctx is not None and ctx.server is self:
+            # its steps are its journal rows, and it may have none: another advance may have
+            # reached its target first. A row of the request itself would, replayed, move
+            # the clock a whole `seconds` again
+            ctx.journaled = True
         with self._section():
             if not (isinstance(seconds, (int, float)) and seconds >= 0) \
                     or self.cp.now + seconds > MAX_SIMULATED_S:

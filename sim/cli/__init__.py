@@ -369,7 +369,11 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
         server.close_state()
         return _fail(str(err))
     base = f"http://{args.host}:{args.port}"
-    clock = "manual (POST /_sim/advance)" if args.clock == "manual" else f"realtime x{args.speed:g}"
+    held = restored.held if restored is not None else None
+    clock = ("manual (POST /_sim/advance)" if args.clock == "manual" else
+             f"realtime x{args.speed:g}")
+    if held is not None:
+        clock = "held: the state file is served read only"
     print(f"sim serve: {base}/api/v2/  (clock: {clock}, seed {server.seed})")
     print(f"limits: {rate_limit or 'no rate limit'}; bodies up to {args.max_body_bytes} bytes")
     if args.clock == "realtime":
@@ -387,6 +391,9 @@ def _serve(args: argparse.Namespace, listener: socket.socket, rate_limit: RateLi
             what = (f"{start}{restored.requests} requests ({restored.entries} journal entries) "
                     f"replayed in {restored.seconds:.2f} s; simulated now {server.cp.now:g} s")
         print(f"state: {args.state} ({what})")
+        if held is not None:
+            print(f"state: HELD READ ONLY: {held.line()}; writes answer 503 STATE_FILE_HELD "
+                  f"(docs/reliability.md: a file a restart cannot replay to its end)")
     for line in key_lines:
         print(line)
     print(f"console: {base}/#key=<API key>   OpenAPI: {base}/docs")

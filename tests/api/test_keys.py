@@ -84,6 +84,7 @@ ROUTES: list[tuple[str, str, Any, int]] = [
     ("GET", A + "/email_server", None, 404),
     ("PATCH", A + "/email_server", {"type": "shared"}, 404),
     ("GET", "/_sim/clock", None, 200),
+    ("GET", "/_sim/state", None, 200),
     ("POST", "/_sim/advance", {"seconds": 1}, 403),  # world-wide: not for a project key
     ("POST", "/_sim/connections", CONNECT_BODY, 404),
     ("GET", "/_sim/faults", None, 200),

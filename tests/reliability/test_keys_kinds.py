@@ -103,6 +103,7 @@ ROUTES: list[tuple[str, str, Any]] = [
     ("GET", A + "/email_server", None),
     ("PATCH", A + "/email_server", {"type": "shared"}),
     ("GET", "/_sim/clock", None),
+    ("GET", "/_sim/state", None),
     ("POST", "/_sim/advance", {"seconds": 1}),
     ("POST", "/_sim/connections", {"project_id": "{project_id}", "endpoint_id": "{endpoint_id}"}),
     ("GET", "/_sim/faults", None),
@@ -153,6 +154,7 @@ ROUTES: list[tuple[str, str, Any]] = [
 ]
 #: routes that name no project: reach does not apply (any valid key; POST /projects: 403 below)
 UNSCOPED = {("POST", "/api/v2/projects"), ("GET", "/api/v2/projects"), ("GET", "/_sim/clock"),
+            ("GET", "/_sim/state"),
             ("GET", "/api/v2/projects/shared"), ("GET", "/api/v2/users/me"),
             ("GET", "/api/v2/regions"),
             ("POST", "/_sim/advance"), ("GET", "/_sim/faults"), ("POST", "/_sim/faults"),
