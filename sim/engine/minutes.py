@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 MINUTE_S = 60.0
+NS = 1_000_000_000  # per second
 
 
 def per_minute_integrals(
@@ -39,37 +40,85 @@ def per_minute_integrals(
     return out
 
 
-NS = 1_000_000_000  # per second
+class MinuteSums:
+    """Per minute of a run: nanoseconds on and quarter-CU nanoseconds (CU sizes are
+    multiples of 0.25) of intervals added a few at a time, in exact integers.
+
+    The integrals of `per_minute_integrals`, rounded to the nanosecond per interval end:
+    each interval adds its weight to a difference array at the minutes holding its
+    start and end (a running sum at the end counts the whole minutes between, at 60 s
+    each), and its partial minutes at both ends to a second array. Adding is integer
+    addition, so the totals do not depend on the order the intervals come in: a fleet
+    computed in any order, or split across processes, gives the same series to the
+    last bit. Nothing grows with the intervals added: four arrays of one entry a
+    minute.
+    """
+
+    def __init__(self, duration_s: float = 0.0, with_cu: bool = True) -> None:
+        size = math.ceil(duration_s / MINUTE_S) + 1  # an interval may end at the end itself
+        self.whole = np.zeros(size, np.int64)  # intervals open over each minute, in steps
+        self.partial = np.zeros(size, np.int64)
+        self.with_cu = with_cu
+        self.whole_q = np.zeros(size if with_cu else 0, np.int64)
+        self.partial_q = np.zeros(size if with_cu else 0, np.int64)
+
+    def _fit(self, size: int) -> None:
+        """Room for minutes up to `size` (a run's later stages reach further)."""
+        if size <= len(self.whole):
+            return
+        size = max(size, 2 * len(self.whole))
+        for name in ("whole", "partial", *(("whole_q", "partial_q") if self.with_cu else ())):
+            grown = np.zeros(size, np.int64)
+            old = getattr(self, name)
+            grown[:len(old)] = old
+            setattr(self, name, grown)
+
+    def add(self, start: np.ndarray, end: np.ndarray, cu: np.ndarray | None = None) -> None:
+        """Intervals [start, end) within [0, duration_s), at sizes `cu` (given when the
+        sums have CU)."""
+        if not len(start):
+            return
+        first = np.floor(start / MINUTE_S).astype(np.int64)
+        last = np.floor(end / MINUTE_S).astype(np.int64)  # n_minutes only when end == duration
+        self._fit(int(last.max()) + 1)
+        head = np.rint((start - first * MINUTE_S) * NS).astype(np.int64)
+        tail = np.rint((end - last * MINUTE_S) * NS).astype(np.int64)
+        np.add.at(self.whole, first, 1)
+        np.subtract.at(self.whole, last, 1)
+        np.add.at(self.partial, last, tail)
+        np.subtract.at(self.partial, first, head)
+        if not self.with_cu:
+            return
+        assert cu is not None
+        quarters = np.rint(cu * 4).astype(np.int64)
+        if not np.array_equal(quarters, cu * 4):
+            raise ValueError("CU levels must be multiples of 0.25")
+        np.add.at(self.whole_q, first, quarters)
+        np.subtract.at(self.whole_q, last, quarters)
+        np.add.at(self.partial_q, last, quarters * tail)
+        np.subtract.at(self.partial_q, first, quarters * head)
+
+    def on_ns(self, duration_s: float) -> np.ndarray:
+        """Per minute of a run of `duration_s`, nanoseconds on (over the intervals added)."""
+        return self._series(self.whole, self.partial, duration_s)
+
+    def quarter_ns(self, duration_s: float) -> np.ndarray:
+        """Per minute of a run of `duration_s`, quarter-CU nanoseconds (sums with CU)."""
+        return self._series(self.whole_q, self.partial_q, duration_s)
+
+    def _series(self, whole: np.ndarray, partial: np.ndarray, duration_s: float) -> np.ndarray:
+        n_minutes = math.ceil(duration_s / MINUTE_S)
+        self._fit(n_minutes + 1)
+        return (np.cumsum(whole[:n_minutes]) * (60 * NS) + partial[:n_minutes])
 
 
 def per_minute_ns(start: np.ndarray, end: np.ndarray, cu: np.ndarray, duration_s: float
                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Per minute: nanoseconds on, and quarter-CU nanoseconds (CU sizes are multiples of 0.25).
-
-    The same integrals as `per_minute_integrals`, rounded to the nanosecond per interval
-    end and summed in integers: the totals do not depend on the order the intervals are
-    added in, so a fleet computed in any order, or split across processes, gives the
-    same series to the last bit.
-    """
-    n_minutes = math.ceil(duration_s / MINUTE_S)
-    size = n_minutes + 1
-    first = np.floor(start / MINUTE_S).astype(np.int64)
-    last = np.floor(end / MINUTE_S).astype(np.int64)
-    head = np.rint((start - first * MINUTE_S) * NS).astype(np.int64)
-    tail = np.rint((end - last * MINUTE_S) * NS).astype(np.int64)
-    quarters = np.rint(cu * 4).astype(np.int64)
-    if not np.array_equal(quarters, cu * 4):
-        raise ValueError("CU levels must be multiples of 0.25")
-    out = []
-    for w in (np.ones_like(quarters), quarters):
-        whole = np.zeros(size, np.int64)
-        np.add.at(whole, first, w)
-        np.subtract.at(whole, last, w)
-        partial = np.zeros(size, np.int64)
-        np.add.at(partial, last, w * tail)
-        np.subtract.at(partial, first, w * head)
-        out.append((np.cumsum(whole) * (60 * NS) + partial)[:n_minutes])
-    return out[0], out[1]
+    """Per minute: nanoseconds on, and quarter-CU nanoseconds, of these intervals
+    (`MinuteSums`)."""
+    sums = MinuteSums(duration_s)
+    sums.add(start, end, cu)
+    return sums.on_ns(duration_s), sums.quarter_ns(duration_s)
 
 
 def seconds_of(fleet_ns: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
