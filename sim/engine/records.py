@@ -19,7 +19,7 @@ from sim.engine.connection_table import ConnectionTable as ConnectionTable  # re
 from sim.engine.connection_table import Outcome as Outcome  # re-exported
 from sim.engine.minutes import MINUTE_S, MinuteSums
 from sim.engine.row_table import RowBlock, RowTable, row_table
-from sim.engine.tallies import OperationCount, OperationTally, joined_spans
+from sim.engine.tallies import HourlyTally, OperationCount, OperationTally, joined_spans
 
 
 class StateInterval(NamedTuple):
@@ -70,7 +70,7 @@ class Recorder:
     #: when its computes were on (`sim.engine.tallies`)
     operation_tallies: dict[str, OperationTally] = field(default_factory=dict)
     #: the operations counted of the projects `settle` was told nothing leaves out
-    settled_tally: OperationTally = field(default_factory=OperationTally)
+    settled_tally: HourlyTally = field(default_factory=HourlyTally)
     settled: set[str] = field(default_factory=set)
     on_spans: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
     #: per template (`template_of`), per minute: nanoseconds on, as `minutes` for the fleet

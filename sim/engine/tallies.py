@@ -83,8 +83,8 @@ class _Names:
         return ranks
 
 
-_ACTIONS = _Names((a.value for a in Action), 64)
-_STATUSES = _Names((s.value for s in OperationStatus), 16)
+_ACTIONS = _Names((a.value for a in Action), 32)
+_STATUSES = _Names((s.value for s in OperationStatus), 8)
 #: keys per hour: every (action, status) code pair
 CELLS = _ACTIONS.capacity * _STATUSES.capacity
 #: a tally sums its columns once they hold this many entries (or twice as many as
@@ -150,10 +150,15 @@ class OperationTally:
                         _STATUSES.lut(status_names)[status_codes])
         self._append(keys, np.ones(len(keys), dtype=np.int64), failures)
 
-    def absorb(self, other: OperationTally) -> None:
+    def absorb(self, other: OperationTally | HourlyTally) -> None:
         """Add every count of `other` to this tally."""
-        for part in other._parts:
+        for part in other.parts():
             self._append(*part)
+
+    def parts(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The tally as columns (keys, operations, failed attempts), a key possibly in
+        more than one part."""
+        return self._parts
 
     def _append(self, keys: np.ndarray, counts: np.ndarray, failed: np.ndarray) -> None:
         self._parts.append((keys, counts, failed))
@@ -194,6 +199,34 @@ class OperationTally:
         statuses = np.array([_STATUSES.code(s) for s in status], dtype=np.int64)
         self._append(cell_key(np.array(hour, dtype=np.int64), actions, statuses),
                      np.array(n, dtype=np.int64), np.array(failed, dtype=np.int64))
+
+
+class HourlyTally:
+    """A fleet's operation counts: one entry for every (hour, action, status) of the run
+    so far, counted or not (a month is 720 x `CELLS` entries), so that adding a
+    project's counts is one scatter-add, without sorting."""
+
+    def __init__(self) -> None:
+        self.counts = np.zeros(0, np.int64)
+        self.failed = np.zeros(0, np.int64)
+
+    def absorb(self, other: OperationTally) -> None:
+        for keys, counts, failed in other.parts():
+            if not len(keys):
+                continue
+            if int(keys.min()) < 0:
+                raise ValueError("operations created before the first instant are not counted")
+            size = int(keys.max()) + 1
+            if size > len(self.counts):
+                size = max(size, 2 * len(self.counts), 24 * CELLS)
+                self.counts = np.concatenate((self.counts, np.zeros(size - len(self.counts), np.int64)))
+                self.failed = np.concatenate((self.failed, np.zeros(size - len(self.failed), np.int64)))
+            np.add.at(self.counts, keys, counts)
+            np.add.at(self.failed, keys, failed)
+
+    def parts(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        keys = np.flatnonzero(self.counts)
+        return [(keys, self.counts[keys], self.failed[keys])]
 
 
 def summed_counts(parts: Iterable[Sequence[OperationCount]]) -> list[OperationCount]:
