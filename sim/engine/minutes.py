@@ -40,6 +40,34 @@ def per_minute_integrals(
     return out
 
 
+class MinutePositions:
+    """Where intervals [start, end) fall on the minutes: the minutes holding their start
+    and end, and the nanoseconds from those minutes' beginnings to the start and end."""
+
+    def __init__(self, start: np.ndarray, end: np.ndarray) -> None:
+        self.first = np.floor(start / MINUTE_S).astype(np.int64)
+        self.last = np.floor(end / MINUTE_S).astype(np.int64)  # n_minutes only at the end
+        self.head = np.rint((start - self.first * MINUTE_S) * NS).astype(np.int64)
+        self.tail = np.rint((end - self.last * MINUTE_S) * NS).astype(np.int64)
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+    def take(self, mask: np.ndarray) -> MinutePositions:
+        taken = object.__new__(MinutePositions)
+        taken.first, taken.last = self.first[mask], self.last[mask]
+        taken.head, taken.tail = self.head[mask], self.tail[mask]
+        return taken
+
+
+def quarters_of(cu: np.ndarray) -> np.ndarray:
+    """CU sizes in quarters of a CU, as integers (every size is a multiple of 0.25)."""
+    quarters = np.rint(cu * 4).astype(np.int64)
+    if not np.array_equal(quarters, cu * 4):
+        raise ValueError("CU levels must be multiples of 0.25")
+    return quarters
+
+
 class MinuteSums:
     """Per minute of a run: nanoseconds on and quarter-CU nanoseconds (CU sizes are
     multiples of 0.25) of intervals added a few at a time, in exact integers.
@@ -76,27 +104,25 @@ class MinuteSums:
     def add(self, start: np.ndarray, end: np.ndarray, cu: np.ndarray | None = None) -> None:
         """Intervals [start, end) within [0, duration_s), at sizes `cu` (given when the
         sums have CU)."""
-        if not len(start):
+        self.add_at(MinutePositions(start, end), None if cu is None else quarters_of(cu))
+
+    def add_at(self, at: MinutePositions, quarters: np.ndarray | None = None) -> None:
+        """Intervals placed on the minutes (`MinutePositions`), at `quarters` quarter-CU
+        (given when the sums have CU): the same intervals can go to several sums."""
+        if not len(at):
             return
-        first = np.floor(start / MINUTE_S).astype(np.int64)
-        last = np.floor(end / MINUTE_S).astype(np.int64)  # n_minutes only when end == duration
-        self._fit(int(last.max()) + 1)
-        head = np.rint((start - first * MINUTE_S) * NS).astype(np.int64)
-        tail = np.rint((end - last * MINUTE_S) * NS).astype(np.int64)
-        np.add.at(self.whole, first, 1)
-        np.subtract.at(self.whole, last, 1)
-        np.add.at(self.partial, last, tail)
-        np.subtract.at(self.partial, first, head)
+        self._fit(int(at.last.max()) + 1)
+        np.add.at(self.whole, at.first, 1)
+        np.subtract.at(self.whole, at.last, 1)
+        np.add.at(self.partial, at.last, at.tail)
+        np.subtract.at(self.partial, at.first, at.head)
         if not self.with_cu:
             return
-        assert cu is not None
-        quarters = np.rint(cu * 4).astype(np.int64)
-        if not np.array_equal(quarters, cu * 4):
-            raise ValueError("CU levels must be multiples of 0.25")
-        np.add.at(self.whole_q, first, quarters)
-        np.subtract.at(self.whole_q, last, quarters)
-        np.add.at(self.partial_q, last, quarters * tail)
-        np.subtract.at(self.partial_q, first, quarters * head)
+        assert quarters is not None
+        np.add.at(self.whole_q, at.first, quarters)
+        np.subtract.at(self.whole_q, at.last, quarters)
+        np.add.at(self.partial_q, at.last, quarters * at.tail)
+        np.subtract.at(self.partial_q, at.first, quarters * at.head)
 
     def on_ns(self, duration_s: float) -> np.ndarray:
         """Per minute of a run of `duration_s`, nanoseconds on (over the intervals added)."""

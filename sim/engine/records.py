@@ -17,7 +17,7 @@ from sim.engine.connection_table import ColumnBlock
 from sim.engine.connection_table import ConnectionRecord as ConnectionRecord  # re-exported
 from sim.engine.connection_table import ConnectionTable as ConnectionTable  # re-exported
 from sim.engine.connection_table import Outcome as Outcome  # re-exported
-from sim.engine.minutes import MINUTE_S, MinuteSums
+from sim.engine.minutes import MINUTE_S, MinutePositions, MinuteSums, quarters_of
 from sim.engine.row_table import RowBlock, RowTable, row_table
 from sim.engine.tallies import HourlyTally, OperationCount, OperationTally, joined_spans
 
@@ -128,15 +128,16 @@ class Recorder:
         one for all or one per span, so that each template has its own minutes too."""
         if self.minutes is None:
             self.minutes = MinuteSums(duration_s)
-        self.minutes.add(start, end, cu)
+        at = MinutePositions(start, end)  # placed once for the fleet's sums and the template's
+        self.minutes.add_at(at, quarters_of(cu))
         if template is None:
             return
         if isinstance(template, str):
-            self._template_minutes(template).add(start, end)
+            self._template_minutes(template).add_at(at)
             return
         for name in dict.fromkeys(template.tolist()):
             mine = template == name
-            self._template_minutes(name).add(start[mine], end[mine])
+            self._template_minutes(name).add_at(at.take(mine))
 
     def _template_minutes(self, name: str) -> MinuteSums:
         sums = self.template_minutes.get(name)
