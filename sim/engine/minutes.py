@@ -40,6 +40,10 @@ def per_minute_integrals(
     return out
 
 
+#: intervals added to minute sums together (see `MinuteSums`)
+BATCH = 1 << 16
+
+
 class MinutePositions:
     """Where intervals [start, end) fall on the minutes: the minutes holding their start
     and end, and the nanoseconds from those minutes' beginnings to the start and end."""
@@ -52,6 +56,15 @@ class MinutePositions:
 
     def __len__(self) -> int:
         return len(self.first)
+
+    @classmethod
+    def joined(cls, parts: list[MinutePositions]) -> MinutePositions:
+        if len(parts) == 1:
+            return parts[0]
+        joined = object.__new__(cls)
+        for name in ("first", "last", "head", "tail"):
+            setattr(joined, name, np.concatenate([getattr(p, name) for p in parts]))
+        return joined
 
     def take(self, mask: np.ndarray) -> MinutePositions:
         taken = object.__new__(MinutePositions)
@@ -79,7 +92,9 @@ class MinuteSums:
     addition, so the totals do not depend on the order the intervals come in: a fleet
     computed in any order, or split across processes, gives the same series to the
     last bit. Nothing grows with the intervals added: four arrays of one entry a
-    minute.
+    minute, and the intervals of the last few computes: they are added `BATCH` at a
+    time, since a compute's few thousand intervals spread over a month's arrays would
+    each touch memory of their own (a cache miss apiece).
     """
 
     def __init__(self, duration_s: float = 0.0, with_cu: bool = True) -> None:
@@ -89,6 +104,8 @@ class MinuteSums:
         self.with_cu = with_cu
         self.whole_q = np.zeros(size if with_cu else 0, np.int64)
         self.partial_q = np.zeros(size if with_cu else 0, np.int64)
+        self._pending: list[tuple[MinutePositions, np.ndarray | None]] = []
+        self._pending_n = 0
 
     def _fit(self, size: int) -> None:
         """Room for minutes up to `size` (a run's later stages reach further)."""
@@ -111,14 +128,26 @@ class MinuteSums:
         (given when the sums have CU): the same intervals can go to several sums."""
         if not len(at):
             return
+        if self.with_cu and quarters is None:
+            raise ValueError("these minute sums have CU: give the intervals' sizes")
+        self._pending.append((at, quarters))
+        self._pending_n += len(at)
+        if self._pending_n >= BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        at = MinutePositions.joined([p for p, _ in self._pending])
+        quarters = np.concatenate([q for _, q in self._pending]) if self.with_cu else None
+        self._pending, self._pending_n = [], 0
         self._fit(int(at.last.max()) + 1)
         np.add.at(self.whole, at.first, 1)
         np.subtract.at(self.whole, at.last, 1)
         np.add.at(self.partial, at.last, at.tail)
         np.subtract.at(self.partial, at.first, at.head)
-        if not self.with_cu:
+        if quarters is None:
             return
-        assert quarters is not None
         np.add.at(self.whole_q, at.first, quarters)
         np.subtract.at(self.whole_q, at.last, quarters)
         np.add.at(self.partial_q, at.last, quarters * at.tail)
@@ -126,15 +155,17 @@ class MinuteSums:
 
     def on_ns(self, duration_s: float) -> np.ndarray:
         """Per minute of a run of `duration_s`, nanoseconds on (over the intervals added)."""
-        return self._series(self.whole, self.partial, duration_s)
+        return self._series("whole", "partial", duration_s)
 
     def quarter_ns(self, duration_s: float) -> np.ndarray:
         """Per minute of a run of `duration_s`, quarter-CU nanoseconds (sums with CU)."""
-        return self._series(self.whole_q, self.partial_q, duration_s)
+        return self._series("whole_q", "partial_q", duration_s)
 
-    def _series(self, whole: np.ndarray, partial: np.ndarray, duration_s: float) -> np.ndarray:
+    def _series(self, whole_name: str, partial_name: str, duration_s: float) -> np.ndarray:
+        self._flush()
         n_minutes = math.ceil(duration_s / MINUTE_S)
         self._fit(n_minutes + 1)
+        whole, partial = getattr(self, whole_name), getattr(self, partial_name)
         return (np.cumsum(whole[:n_minutes]) * (60 * NS) + partial[:n_minutes])
 
 

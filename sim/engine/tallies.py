@@ -89,7 +89,7 @@ _STATUSES = _Names((s.value for s in OperationStatus), 8)
 CELLS = _ACTIONS.capacity * _STATUSES.capacity
 #: a tally sums its columns once they hold this many entries (or twice as many as
 #: the last sum left, so that summing costs a constant per entry added)
-COMPACT_AT = 1 << 20
+COMPACT_AT = 1 << 16
 
 
 def cell_key(hours: np.ndarray, actions: np.ndarray, statuses: np.ndarray) -> np.ndarray:
@@ -204,27 +204,40 @@ class OperationTally:
 class HourlyTally:
     """A fleet's operation counts: one entry for every (hour, action, status) of the run
     so far, counted or not (a month is 720 x `CELLS` entries), so that adding a
-    project's counts is one scatter-add, without sorting."""
+    project's counts is a scatter-add, without sorting (a batch of projects at a time:
+    one project's few keys spread over a month's entries would each miss the cache)."""
 
     def __init__(self) -> None:
         self.counts = np.zeros(0, np.int64)
         self.failed = np.zeros(0, np.int64)
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._pending_n = 0
 
     def absorb(self, other: OperationTally) -> None:
-        for keys, counts, failed in other.parts():
-            if not len(keys):
-                continue
-            if int(keys.min()) < 0:
-                raise ValueError("operations created before the first instant are not counted")
-            size = int(keys.max()) + 1
-            if size > len(self.counts):
-                size = max(size, 2 * len(self.counts), 24 * CELLS)
-                self.counts = np.concatenate((self.counts, np.zeros(size - len(self.counts), np.int64)))
-                self.failed = np.concatenate((self.failed, np.zeros(size - len(self.failed), np.int64)))
-            np.add.at(self.counts, keys, counts)
-            np.add.at(self.failed, keys, failed)
+        for part in other.parts():
+            if len(part[0]):
+                self._pending.append(part)
+                self._pending_n += len(part[0])
+        if self._pending_n >= COMPACT_AT:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        keys, counts, failed = (np.concatenate([p[i] for p in self._pending]) for i in range(3))
+        self._pending, self._pending_n = [], 0
+        if int(keys.min()) < 0:
+            raise ValueError("operations created before the first instant are not counted")
+        size = int(keys.max()) + 1
+        if size > len(self.counts):
+            size = max(size, 2 * len(self.counts), 24 * CELLS)
+            self.counts = np.concatenate((self.counts, np.zeros(size - len(self.counts), np.int64)))
+            self.failed = np.concatenate((self.failed, np.zeros(size - len(self.failed), np.int64)))
+        np.add.at(self.counts, keys, counts)
+        np.add.at(self.failed, keys, failed)
 
     def parts(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        self._flush()
         keys = np.flatnonzero(self.counts)
         return [(keys, self.counts[keys], self.failed[keys])]
 
