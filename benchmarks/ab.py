@@ -21,7 +21,8 @@ Targets (both sides run the same scenario files, those of the working tree):
   its own, the peak resident set of loading and running it once;
 - `scale` (`--targets scale`, about 2-6 minutes a try): `sim run` of
   benchmarks/realistic.yaml at 10,000 computes x 30 days (`_harness.realistic_text`):
-  wall time and peak resident set on one worker, wall time with `--workers 2`.
+  wall time and peak resident set in one process (no `--workers`), wall time with
+  `--workers 2`.
 
     python benchmarks/ab.py                          # plain and realistic, 3 tries
     python benchmarks/ab.py --targets plain --tries 5 --against 057f6a3
@@ -129,10 +130,12 @@ def shape_rss(path: Path) -> Measure:
     return lambda side: side.run([python(), "-c", _ONCE, str(path)])
 
 
-def scale_run(path: Path, workers: int, out: Path) -> Measure:
+def scale_run(path: Path, workers: int | None, out: Path) -> Measure:
+    """`sim run` of `path`: in one process (`workers` None) or on that many dask workers."""
     def measure(side: Side) -> dict[str, float]:
-        return side.run([python(), "-m", "sim", "run", str(path), "--quiet", "--force",
-                         "--workers", str(workers), "--out", str(out / side.name)])
+        argv = [python(), "-m", "sim", "run", str(path), "--quiet", "--force",
+                "--out", str(out / side.name)]
+        return side.run(argv + (["--workers", str(workers)] if workers else []))
     return measure
 
 
@@ -148,7 +151,7 @@ def plan(targets: list[str], scratch: Path) -> list[tuple[str, Measure, list[Fig
         elif name == "scale":
             path = scratch / "realistic-10k-30d.yaml"
             path.write_text(realistic_text(*SCALE), encoding="utf-8")
-            steps.append(("scale 1 worker", scale_run(path, 1, scratch),
+            steps.append(("scale 1 worker", scale_run(path, None, scratch),
                           [Figure("realistic 10,000 x 30 d, 1 worker: wall", "s", "wall_s"),
                            Figure("realistic 10,000 x 30 d, 1 worker: peak RSS", "GiB",
                                   "maxrss_gib")]))
