@@ -118,16 +118,18 @@ class ChildRun:
 
 
 def run_child(argv: Sequence[str], *, timeout_s: float, mem_cap_bytes: int | None = None,
-              cwd: str | Path = REPO, poll_s: float = 0.02) -> ChildRun:
+              cwd: str | Path = REPO, poll_s: float = 0.02,
+              env: dict[str, str] | None = None) -> ChildRun:
     """Run `argv`, measuring its wall time and its own peak RSS (os.wait4 gives the rusage
     of exactly this child; RUSAGE_CHILDREN would be the maximum over every child so far).
 
     The child is killed past `timeout_s`, or when its resident set exceeds
-    `mem_cap_bytes` (so a run too big for the machine cannot take it down).
+    `mem_cap_bytes` (so a run too big for the machine cannot take it down). `env`: the
+    child's environment (default: this process's).
     """
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
-        proc = subprocess.Popen(list(argv), cwd=cwd, stdout=out, stderr=err,
+        proc = subprocess.Popen(list(argv), cwd=cwd, stdout=out, stderr=err, env=env,
                                 start_new_session=True)
         killed = None
         while True:

@@ -17,9 +17,9 @@ from sim.engine.connection_table import ColumnBlock
 from sim.engine.connection_table import ConnectionRecord as ConnectionRecord  # re-exported
 from sim.engine.connection_table import ConnectionTable as ConnectionTable  # re-exported
 from sim.engine.connection_table import Outcome as Outcome  # re-exported
-from sim.engine.minutes import per_minute_ns
+from sim.engine.minutes import MINUTE_S, MinutePositions, MinuteSums, quarters_of
 from sim.engine.row_table import RowBlock, RowTable, row_table
-from sim.engine.tallies import OperationCount, OperationTally, joined_spans, summed_counts
+from sim.engine.tallies import HourlyTally, OperationCount, OperationTally, joined_spans
 
 
 class StateInterval(NamedTuple):
@@ -62,16 +62,19 @@ class Recorder:
     #: `connections` were recorded before it (see `connection_table`)
     connection_blocks: list[tuple[int, ColumnBlock]] = field(default_factory=list)
     wakes: RowTable[WakeRecord] = field(default_factory=partial(RowTable, WakeRecord))
-    #: what the kernel adds when events are not recorded as rows
-    on_ns: np.ndarray | None = None  # per minute (see `per_minute_ns`)
-    quarter_ns: np.ndarray | None = None
+    #: what the kernel adds when events are not recorded as rows: per minute, nanoseconds
+    #: on and quarter-CU nanoseconds (`MinuteSums`)
+    minutes: MinuteSums | None = None
     wake_waits: dict[str, np.ndarray] = field(default_factory=dict)
     #: when events are not recorded, per project id: the kernel's operations counted, and
     #: when its computes were on (`sim.engine.tallies`)
     operation_tallies: dict[str, OperationTally] = field(default_factory=dict)
+    #: the operations counted of the projects `settle` was told nothing leaves out
+    settled_tally: HourlyTally = field(default_factory=HourlyTally)
+    settled: set[str] = field(default_factory=set)
     on_spans: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
-    #: per template (`template_of`), per minute: nanoseconds on, as `on_ns` for the fleet
-    template_on_ns: dict[str, np.ndarray] = field(default_factory=dict)
+    #: per template (`template_of`), per minute: nanoseconds on, as `minutes` for the fleet
+    template_minutes: dict[str, MinuteSums] = field(default_factory=dict)
     #: per compute: its connections' waits in the pooler's queue (`QueueWaits`), kept
     #: whatever the connection rows keep
     queue_waits: dict[str, QueueWaits] = field(default_factory=dict)
@@ -81,13 +84,6 @@ class Recorder:
     #: project id -> the kernel's operations as blocks of rows, in creation order
     #: (operation_rows)
     operation_rows: dict[str, list[RowBlock[OperationRow]]] = field(default_factory=dict)
-
-    #: on-spans waiting to be folded into the per-minute sums (folding is per batch:
-    #: each fold costs a pass over every minute of the run)
-    pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
-    pending_rows: int = 0
-    template_pending: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(
-        default_factory=dict)
 
     def add_connection_block(self, block: ColumnBlock) -> None:
         if len(block):
@@ -112,50 +108,44 @@ class Recorder:
             tally = self.operation_tallies[project_id] = OperationTally()
         return tally
 
+    def settle(self, project_id: str) -> None:
+        """The project's operations are counted to the end and no result leaves it out:
+        its counts join the fleet's (a project's own tally would hold a key per hour of
+        the run, and a fleet has many projects)."""
+        tally = self.operation_tallies.pop(project_id, None)
+        if tally is not None:
+            self.settled_tally.absorb(tally)
+        self.settled.add(project_id)
+
     def add_on_spans(self, project_id: str, start: np.ndarray, end: np.ndarray) -> None:
         """One compute's on-intervals (in time order), kept for the peak of computes on."""
         if len(start):
             self.on_spans.setdefault(project_id, []).append(joined_spans(start, end))
 
     def add_minutes(self, start: np.ndarray, end: np.ndarray, cu: np.ndarray,
-                    duration_s: float, batch: int = 500_000,
-                    template: str | np.ndarray | None = None) -> None:
+                    duration_s: float, template: str | np.ndarray | None = None) -> None:
         """On-spans of computes; `template`: the template they belong to (`template_of`),
         one for all or one per span, so that each template has its own minutes too."""
-        self.pending.append((start, end, cu))
-        self.pending_rows += len(start)
-        if template is not None:
-            self._add_template_spans(start, end, template)
-        if self.pending_rows >= batch:
-            self.fold_minutes(duration_s)
-
-    def fold_minutes(self, duration_s: float) -> None:
-        parts = self.pending or [(np.empty(0), np.empty(0), np.empty(0))]
-        start, end, cu = (np.concatenate([p[i] for p in parts]) for i in range(3))
-        self.pending, self.pending_rows = [], 0
-        on, quarters = per_minute_ns(start, end, cu, duration_s)
-        if self.on_ns is None or self.quarter_ns is None:
-            self.on_ns, self.quarter_ns = on, quarters
-        else:
-            self.on_ns += on
-            self.quarter_ns += quarters
-        self._fold_templates(duration_s)
-
-    def _add_template_spans(self, start: np.ndarray, end: np.ndarray,
-                            template: str | np.ndarray) -> None:
+        if self.minutes is None:
+            self.minutes = MinuteSums(duration_s)
+        at = MinutePositions(start, end)  # placed once for the fleet's sums and the template's
+        self.minutes.add_at(at, quarters_of(cu))
+        if template is None:
+            return
         if isinstance(template, str):
-            self.template_pending.setdefault(template, []).append((start, end))
+            self._template_minutes(template).add_at(at)
             return
         for name in dict.fromkeys(template.tolist()):
             mine = template == name
-            self.template_pending.setdefault(name, []).append((start[mine], end[mine]))
+            self._template_minutes(name).add_at(at.take(mine))
 
-    def _fold_templates(self, duration_s: float) -> None:
-        for name, parts in self.template_pending.items():
-            start, end = (np.concatenate([p[i] for p in parts]) for i in range(2))
-            on, _ = per_minute_ns(start, end, np.ones(len(start)), duration_s)
-            self.template_on_ns[name] = self.template_on_ns.get(name, 0) + on
-        self.template_pending = {}
+    def _template_minutes(self, name: str) -> MinuteSums:
+        sums = self.template_minutes.get(name)
+        if sums is None:
+            assert self.minutes is not None
+            sums = self.template_minutes[name] = MinuteSums(
+                (len(self.minutes.whole) - 1) * MINUTE_S, with_cu=False)
+        return sums
 
     def fold_queue_waits(self, timeout_s: float) -> None:
         """Fold the engine's records of queue waits into `queue_waits`."""
@@ -343,15 +333,21 @@ def summarise_events(result: RunResult, rec: Recorder,
     intervals = result.intervals.columns()
     on = (intervals["state"] != "idle") & (intervals["end_s"] > intervals["start_s"])
     result.on_spans = _spans_by_project(result, rec, intervals, on)
-    rows = OperationTally()  # the engine's, built as rows
+    left_out = rec.settled.difference(result.projects)
+    if left_out:
+        raise RuntimeError(f"{len(left_out)} projects settled in the operation counts are left "
+                           f"out of the result, e.g. {sorted(left_out)[0]}")
+    total = OperationTally()  # the engine's, built as rows, and the kernel's
     if engine_ops is None:
         engine_ops, count_from_s = result.operations, 0.0
     ops = engine_ops.columns()
-    rows.add(ops["action"], ops["status"], ops["failures_count"], ops["created_s"],
-             count_from_s)
-    result.operation_counts = summed_counts(
-        [rows.rows(), *(rec.operation_tallies[p].rows() for p in result.projects
-                        if p in rec.operation_tallies)])
+    total.add(ops["action"], ops["status"], ops["failures_count"], ops["created_s"],
+              count_from_s)
+    total.absorb(rec.settled_tally)
+    for p in result.projects:
+        if p in rec.operation_tallies:
+            total.absorb(rec.operation_tallies[p])
+    result.operation_counts = total.rows()
     templates = {pid: template_of(key) for pid, (key, _) in result.projects.items()}
     rec.add_minutes(intervals["start_s"][on],
                     np.minimum(intervals["end_s"][on], result.duration_s),
@@ -359,10 +355,11 @@ def summarise_events(result: RunResult, rec: Recorder,
                     template=np.array([templates.get(p, NO_TEMPLATE)
                                        for p in intervals["project_id"][on].tolist()],
                                       dtype=object))
-    rec.fold_minutes(result.duration_s)
-    assert rec.on_ns is not None and rec.quarter_ns is not None
-    result.fleet_ns = (rec.on_ns, rec.quarter_ns)
-    result.template_on_ns = dict(rec.template_on_ns)
+    assert rec.minutes is not None
+    duration_s = result.duration_s
+    result.fleet_ns = (rec.minutes.on_ns(duration_s), rec.minutes.quarter_ns(duration_s))
+    result.template_on_ns = {name: sums.on_ns(duration_s)
+                             for name, sums in rec.template_minutes.items()}
     waits: dict[str, list[float]] = {}
     wakes = result.wakes.columns()
     for compute_id, cause, wait_s in zip(wakes["compute_id"].tolist(), wakes["cause"].tolist(),

@@ -292,6 +292,8 @@ def run_kernel(cp: ControlPlane, workloads: Workloads,
             if ops is not None:  # None: events not recorded, no operation made
                 parts.append(ops)
         file_rows(cp, project, parts)
+        if not isinstance(job, Taken):  # named by no scripted call: no result leaves it out
+            cp.recorder.settle(project_id)
     return handed_back
 
 

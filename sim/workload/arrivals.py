@@ -367,5 +367,11 @@ class Delayed(ArrivalProcess):
         for end, arrivals in self.process._blocks(rng, t0 - by, t1 - by):
             yield end + by, arrivals + by
 
+    def times(self, rng: np.random.Generator, t0: float, t1: float) -> np.ndarray:
+        # the process's own `times` (a diurnal one draws its rates in one pass, not a
+        # block at a time): the numbers of its blocks, moved alike
+        check_window(t0, t1)
+        return self.process.times(rng, t0 - self.by_s, t1 - self.by_s) + self.by_s
+
     def mean_rate_per_s(self, t0: float, t1: float) -> float:
         return self.process.mean_rate_per_s(t0 - self.by_s, t1 - self.by_s)

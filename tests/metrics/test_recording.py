@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 from sim.engine.records import RunResult
-from sim.engine.tallies import OperationTally, joined_spans, summed_counts
+from sim.engine.minutes import MinuteSums, per_minute_integrals, per_minute_ns
+from sim.engine.tallies import HourlyTally, OperationTally, joined_spans, summed_counts
 from sim.metrics import draw_charts, frames, summary
 from sim.metrics.report import key_cards, summary_html
 from sim.metrics.summary import on_spans, peak_concurrent
@@ -147,6 +148,56 @@ def test_operation_tally_by_names_equals_by_codes() -> None:
     first.add(names[a[:200]], statuses[s[:200]], failures[:200], created[:200])
     second.add(names[a[200:]], statuses[s[200:]], failures[200:], created[200:])
     assert summed_counts([first.rows(), second.rows()]) == by_names.rows()
+
+
+def test_fleet_tally_counts_as_the_projects_tallies() -> None:
+    """Projects' counts joined into the fleet's hourly tally (`Recorder.settle`) give the
+    rows their own tallies give, whatever the order they join in."""
+    rng = np.random.default_rng(4)
+    names, statuses = ["start_compute", "suspend_compute", "odd action"], ["finished", "failed"]
+    projects, operations = [], 0
+    for _ in range(6):
+        n = int(rng.integers(0, 300))
+        operations += n
+        tally = OperationTally()
+        tally.add_codes(rng.integers(0, 3, n), names, rng.integers(0, 2, n), statuses,
+                        rng.integers(0, 3, n), rng.uniform(100, 100 + 40 * 3600, n), 100.0)
+        projects.append(tally)
+    sparse, fleet, backwards = OperationTally(), HourlyTally(), HourlyTally()
+    for tally in projects:
+        sparse.absorb(tally)
+        fleet.absorb(tally)
+    for tally in projects[::-1]:
+        backwards.absorb(tally)
+    total = OperationTally()
+    total.absorb(fleet)
+    assert total.rows() == sparse.rows() == summed_counts(t.rows() for t in projects)
+    other = OperationTally()
+    other.absorb(backwards)
+    assert other.rows() == total.rows()
+    assert sum(row[3] for row in total.rows()) == operations
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_minute_sums_added_in_pieces_equal_one_sum(seed: int) -> None:
+    """Per-minute sums added compute by compute, in any order and with the run growing
+    between additions, equal the sums of every interval at once to the nanosecond, and
+    the float integrals to rounding."""
+    rng = np.random.default_rng(seed)
+    duration = 2 * 86_400.0 + 17.5
+    start = rng.uniform(0, duration, 3000)
+    end = np.minimum(start + rng.exponential(900, 3000), duration)
+    end[:10] = duration
+    cu = rng.integers(1, 17, 3000) / 4
+    on, quarters = per_minute_ns(start, end, cu, duration)
+    sums = MinuteSums(duration / 4)  # later additions reach further: it grows
+    for piece in np.array_split(rng.permutation(3000), 37):
+        sums.add(start[piece], end[piece], cu[piece])
+    assert np.array_equal(sums.on_ns(duration), on)
+    assert np.array_equal(sums.quarter_ns(duration), quarters)
+    floats = per_minute_integrals(start, end, [np.ones(3000), cu], duration)
+    np.testing.assert_allclose(on / 1e9, floats[0], atol=1e-6)
+    np.testing.assert_allclose(quarters / 4e9, floats[1], atol=1e-6)
 
 
 @pytest.mark.parametrize("seed", range(20))

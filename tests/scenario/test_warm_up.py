@@ -152,3 +152,21 @@ def test_a_delayed_process_is_the_same_arrivals_on_a_clock_that_began_earlier(pr
     assert Delayed(process, by).mean_rate_per_s(by, by + 3600) == process.mean_rate_per_s(0, 3600)
     warm = Delayed(process, by).times(np.random.default_rng(5), 0.0, by)
     assert (warm >= 0).all() and (warm < by).all() and (np.diff(warm) >= 0).all()
+
+
+@pytest.mark.parametrize("process", [
+    Poisson(30.0),
+    Diurnal(peak_per_hour=60.0, trough_per_hour=1.0, peak_hour=15.0),
+    Diurnal(hourly=tuple(float(h % 7) for h in range(24)), start_hour_offset_s=1800.0),
+    Periodic(every_s=600.0, offset_s=30.0, jitter_s=5.0),
+])
+def test_a_delayed_process_draws_at_once_the_numbers_of_its_blocks(process):
+    """`Delayed.times` takes the process's own `times` (one pass over a diurnal rate):
+    the very numbers its blocks give one after the other, and the generator left alike."""
+    delayed = Delayed(process, 46_800.0)
+    at_once, by_blocks = np.random.default_rng(9), np.random.default_rng(9)
+    times = delayed.times(at_once, 0.0, 3 * 86_400.0 + 5.0)
+    blocks = [arr for _, arr in delayed._blocks(by_blocks, 0.0, 3 * 86_400.0 + 5.0)]
+    assert len(times) > 0
+    assert np.array_equal(times, np.concatenate(blocks))
+    assert at_once.bit_generator.state == by_blocks.bit_generator.state
