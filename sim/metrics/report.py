@@ -70,6 +70,19 @@ def _rate(per_hour: float) -> str:
 
 
 def describe_arrivals(arrivals: Any) -> str:
+    weekly = getattr(arrivals, "weekly", None)
+    return _describe_kind(arrivals) + ("" if weekly is None else f", {describe_week(weekly)}")
+
+
+def describe_week(factors: tuple[float, ...]) -> str:
+    """A weekly cycle in words: "weekdays x1, weekends x0.2", or the seven factors."""
+    if len(set(factors[:5])) == 1 and len(set(factors[5:])) == 1:
+        return f"weekdays x{factors[0]:g}, weekends x{factors[5]:g}"
+    days = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+    return "week " + " ".join(f"{d} x{v:g}" for d, v in zip(days, factors, strict=True))
+
+
+def _describe_kind(arrivals: Any) -> str:
     kind = arrivals.kind
     if kind == "poisson":
         return f"Poisson {_rate(arrivals.per_hour)}"
