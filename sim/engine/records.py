@@ -20,6 +20,7 @@ from sim.engine.connection_table import Outcome as Outcome  # re-exported
 from sim.engine.minutes import per_minute_ns
 from sim.engine.row_table import RowBlock, RowTable, row_table
 from sim.engine.tallies import OperationCount, OperationTally, joined_spans, summed_counts
+from sim.rules.pricing import Pricing
 
 
 class StateInterval(NamedTuple):
@@ -323,6 +324,9 @@ class RunResult:
     roads: dict[str, int] = field(default_factory=dict)
     #: seconds simulated before the start, in no row and no counter (`sim.scenario.warm_up`)
     warm_up_s: float = 0.0
+    #: each template's compute terms (`sim.rules.pricing`); a template not here, and a
+    #: project of no template, pays `price_per_cu_hour` for every CU-hour
+    pricing: dict[str, Pricing] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.operations = row_table(OperationRow, self.operations)

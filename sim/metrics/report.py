@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.metrics.io import read_run
-from sim.metrics.summary import format_duration, format_value, summary_sections
+from sim.metrics.summary import format_duration, format_value, priced, summary_sections
 from sim.metrics.templates import template_cells
 from sim.scenario.schema import ComputeSpec, ProjectSpec, Scenario
 
@@ -170,8 +170,10 @@ def key_cards(s: dict[str, Any]) -> str:
     p99 = s.get("wake_p99_s")
     cards = [
         _card("Cost", format_value(s.get("cost"), "money"),
-              f"CU-hours at {_num(s.get('price_per_cu_hour') or 0)} per CU-hour, over "
-              f"{format_value(s.get('duration_s'), 'duration')} simulated (no currency)"),
+              ("the templates' bills (billed CU-hours at each one's price)" if priced(s) else
+               f"CU-hours at {_num(s.get('price_per_cu_hour') or 0)} per CU-hour")
+              + f", over {format_value(s.get('duration_s'), 'duration')} simulated "
+              "(no currency)"),
         _card("CU-hours", format_value(s.get("cu_hours")),
               f"mean {format_value(s.get('mean_total_cu'))} CU in use"),
         _card("Peak computes on", format_value(s.get("peak_active_computes"), "int"),

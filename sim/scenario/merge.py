@@ -131,9 +131,9 @@ def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
     head = parts[0][0]
     for other, _ in parts[1:]:
         same = (other.name, other.seed, other.start_iso, other.duration_s,
-                other.price_per_cu_hour, other.assumptions)
+                other.price_per_cu_hour, other.assumptions, other.pricing)
         if same != (head.name, head.seed, head.start_iso, head.duration_s,
-                    head.price_per_cu_hour, head.assumptions):
+                    head.price_per_cu_hour, head.assumptions, head.pricing):
             raise ValueError("results of different runs cannot be merged")
     ranks: dict[str, tuple] = {}
     for result, keys in parts:
@@ -161,7 +161,7 @@ def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
         template_on_ns=_summed_template_minutes(parts), queue_waits=_joined_queue_waits(parts),
         projects={pid: info for pid in sorted(ranks, key=ranks.__getitem__)
                   for r, _ in parts if (info := r.projects.get(pid)) is not None},
-        roads=_summed_roads(parts), warm_up_s=head.warm_up_s,
+        roads=_summed_roads(parts), warm_up_s=head.warm_up_s, pricing=dict(head.pricing),
     )
 
 

@@ -36,6 +36,7 @@ from sim.rules.auth import check_auth_provider
 from sim.rules.connections import AutoscalingConnections
 from sim.rules.errors import ApiError
 from sim.rules.operations import Action
+from sim.rules.pricing import PRESETS, Pricing
 from sim.rules.sizes import Plan
 from sim.rules.timeouts import validate_suspend_timeout
 from sim.scenario.durations import parse_bytes, parse_duration, parse_run_length
@@ -413,12 +414,47 @@ class AuthSpec(Spec):
             raise ValueError(api_reason(err)) from None
 
 
+def _pricing(value: object) -> str | Pricing:
+    """A preset's name (kept as written), or {per_cu_hour: P, included_cu_hours: H}."""
+    presets = ", ".join(PRESETS)
+    if isinstance(value, str):
+        if value not in PRESETS:
+            raise ValueError(f"{value!r} is not a preset (one of {presets}); or write "
+                             f"{{per_cu_hour: P, included_cu_hours: H}}")
+        return value
+    if not isinstance(value, dict):
+        raise ValueError(f"write a preset ({presets}) or {{per_cu_hour: P, "
+                         f"included_cu_hours: H}}, got {value!r}")
+    unknown = sorted(set(value) - {"per_cu_hour", "included_cu_hours"})
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r} (per_cu_hour, included_cu_hours)")
+    if "per_cu_hour" not in value:
+        raise ValueError("per_cu_hour is required (and included_cu_hours, per project and "
+                         "month, is 0 unless given)")
+    numbers = []
+    for key in ("per_cu_hour", "included_cu_hours"):
+        v = value.get(key, 0.0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                or v < 0:
+            raise ValueError(f"{key} must be a finite number >= 0, got {v!r}")
+        numbers.append(float(v))
+    return Pricing(*numbers)
+
+
+#: a template's compute terms: a preset of the real service's public plans, or written out
+PricingField = Annotated[str | Pricing, PlainValidator(_pricing), WithJsonSchema(
+    {"anyOf": [{"type": "string", "enum": list(PRESETS)}, {"type": "object"}]})]
+
+
 class ProjectSpec(Spec):
     """A project template; `count` projects are made from it."""
 
     name: Annotated[str, Field(pattern=f"^{TEMPLATE_NAME}$", max_length=63)]
     count: Annotated[int, Field(ge=1, le=MAX_COUNT)] = 1
     plan: PlanName | None = None  # default: the scenario's plan
+    # what its compute costs: a preset of the real service's public plans, or written out;
+    # default: the scenario's price_per_cu_hour, nothing included
+    pricing: PricingField | None = None
     history_retention: Duration = 86_400.0
     branches: Annotated[list[BranchSpec], Field(min_length=1)]
     auth: AuthSpec | None = None
@@ -608,6 +644,13 @@ class Scenario(Spec):
 
     def plan_of(self, template: ProjectSpec) -> Plan:
         return Plan(template.plan or self.plan)
+
+    def pricing_of(self, template: ProjectSpec) -> Pricing:
+        """The template's compute terms (`sim.rules.pricing`)."""
+        p = template.pricing
+        if p is None:
+            return Pricing(self.price_per_cu_hour)
+        return PRESETS[p] if isinstance(p, str) else p
 
     def instances(self) -> list[ProjectInstance]:
         """Every project the run creates: template order, then index."""
