@@ -17,6 +17,7 @@ from sim.engine.connection_table import ColumnBlock
 from sim.engine.connection_table import ConnectionRecord as ConnectionRecord  # re-exported
 from sim.engine.connection_table import ConnectionTable as ConnectionTable  # re-exported
 from sim.engine.connection_table import Outcome as Outcome  # re-exported
+from sim.engine.cu_steps import NO_STEPS, Steps, joined, steps_of
 from sim.engine.minutes import per_minute_ns
 from sim.engine.row_table import RowBlock, RowTable, row_table
 from sim.engine.tallies import OperationCount, OperationTally, joined_spans, summed_counts
@@ -89,6 +90,11 @@ class Recorder:
     pending_rows: int = 0
     template_pending: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(
         default_factory=dict)
+    #: per template: its computes' CU as steps (`sim.engine.cu_steps`), for the peak at one
+    #: instant; and the spans waiting to be folded into them (at each fold of the minutes)
+    cu_steps: dict[str, Steps] = field(default_factory=dict)
+    steps_pending: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = field(
+        default_factory=dict)
 
     def add_connection_block(self, block: ColumnBlock) -> None:
         if len(block):
@@ -127,6 +133,7 @@ class Recorder:
         self.pending_rows += len(start)
         if template is not None:
             self._add_template_spans(start, end, template)
+            self._add_steps(start, end, cu, template)
         if self.pending_rows >= batch:
             self.fold_minutes(duration_s)
 
@@ -157,6 +164,21 @@ class Recorder:
             on, _ = per_minute_ns(start, end, np.ones(len(start)), duration_s)
             self.template_on_ns[name] = self.template_on_ns.get(name, 0) + on
         self.template_pending = {}
+        for name, spans in self.steps_pending.items():
+            start, end, cu = (np.concatenate([p[i] for p in spans]) for i in range(3))
+            end = np.minimum(end, duration_s)
+            self.cu_steps[name] = joined((self.cu_steps.get(name, NO_STEPS),
+                                          steps_of(start, end, cu)))
+        self.steps_pending = {}
+
+    def _add_steps(self, start: np.ndarray, end: np.ndarray, cu: np.ndarray,
+                   template: str | np.ndarray) -> None:
+        if isinstance(template, str):
+            self.steps_pending.setdefault(template, []).append((start, end, cu))
+            return
+        for name in dict.fromkeys(template.tolist()):
+            mine = template == name
+            self.steps_pending.setdefault(name, []).append((start[mine], end[mine], cu[mine]))
 
     def fold_queue_waits(self, timeout_s: float) -> None:
         """Fold the engine's records of queue waits into `queue_waits`."""
@@ -315,6 +337,9 @@ class RunResult:
     on_spans: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
     #: with events not recorded: per template, per minute, nanoseconds on
     template_on_ns: dict[str, np.ndarray] | None = None
+    #: with events not recorded: per template, its computes' CU as steps (for the peak at
+    #: one instant, `sim.engine.cu_steps`)
+    cu_steps: dict[str, Steps] | None = None
     #: per pooled compute, its connections' queue waits (`Recorder.queue_waits`)
     queue_waits: dict[str, QueueWaits] = field(default_factory=dict)
     #: human-readable assumptions in force (cold-start distribution, pool size, prices...)
@@ -367,6 +392,7 @@ def summarise_events(result: RunResult, rec: Recorder,
     assert rec.on_ns is not None and rec.quarter_ns is not None
     result.fleet_ns = (rec.on_ns, rec.quarter_ns)
     result.template_on_ns = dict(rec.template_on_ns)
+    result.cu_steps = dict(rec.cu_steps)
     waits: dict[str, list[float]] = {}
     wakes = result.wakes.columns()
     for compute_id, cause, wait_s in zip(wakes["compute_id"].tolist(), wakes["cause"].tolist(),

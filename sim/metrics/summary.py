@@ -21,6 +21,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from sim.engine.cu_steps import NO_STEPS, joined, peak_cu, steps_of
 from sim.engine.records import RunResult, template_of
 from sim.metrics.frames import (
     ATTEMPT_OUTCOMES,
@@ -169,9 +170,28 @@ def _fleet_stats(fleet: pd.DataFrame, intervals: pd.DataFrame, result: RunResult
         on_s, cu_s = float((end - start).sum()), float((cu * (end - start)).sum())
     return {
         "peak_active_computes": peak_concurrent(start, end),
+        "peak_total_cu": peak_total_cu(intervals, result),
         "mean_active_computes": on_s / duration_s if has_time else None,
         "mean_total_cu": cu_s / duration_s if has_time else None,
     } | _minute_figures(fleet)
+
+
+def peak_total_cu(intervals: pd.DataFrame, result: RunResult,
+                  projects: Collection[str] | None = None, template: str | None = None
+                  ) -> float | None:
+    """The most CU in use at one instant, from the interval rows or, when the run kept none,
+    from its CU steps (`sim.engine.cu_steps`); `projects`/`template`: only those computes.
+    None for hand-made intervals of CU levels that are not multiples of 0.25."""
+    if result.cu_steps is not None:
+        chosen = (result.cu_steps.values() if template is None
+                  else [result.cu_steps.get(template, NO_STEPS)])
+        return peak_cu(joined(chosen))
+    if projects is not None:
+        intervals = intervals[intervals["project_id"].isin(list(projects))]
+    try:
+        return peak_cu(steps_of(*on_intervals(intervals, result.duration_s)))
+    except ValueError:
+        return None
 
 
 def on_spans(intervals: pd.DataFrame, result: RunResult,
@@ -243,6 +263,7 @@ _ROWS: list[tuple[str, list[tuple[str, str, str]]]] = [
             ("peak active computes (minute mean)", "peak_active_computes_minute", "num"),
             ("mean active computes", "mean_active_computes", "num"),
             ("p99 active computes (minute mean)", "p99_active_computes_minute", "num"),
+            ("peak total CU (one instant)", "peak_total_cu", "num"),
             ("peak total CU (minute mean)", "peak_total_cu_minute", "num"),
             ("p99 total CU (minute mean)", "p99_total_cu_minute", "num"),
             ("mean total CU", "mean_total_cu", "num"),

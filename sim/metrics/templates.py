@@ -34,7 +34,7 @@ from sim.metrics.frames import (
     project_templates,
 )
 from sim.metrics.quantiles import quantiles_in_place
-from sim.metrics.summary import TOTALS, connection_rates, format_value, priced
+from sim.metrics.summary import TOTALS, connection_rates, format_value, peak_total_cu, priced
 from sim.rules.pricing import Pricing
 
 QUANTILE = 0.99
@@ -63,6 +63,9 @@ def template_figures(frames: Mapping[str, pd.DataFrame], result: RunResult
     wakes = _wake_waits(frames, result)
     on_s = _seconds_on(frames, result, names)
     billed = pd.Series(billed_cu_hours(computes, result), index=computes.index)
+    of_template: dict[str, list[str]] = {}
+    for pid, template in _templates_of_projects(result, computes).items():
+        of_template.setdefault(template, []).append(pid)
     out = []
     for name in names:
         group = by_template.get(name, computes.iloc[:0])
@@ -84,8 +87,18 @@ def template_figures(frames: Mapping[str, pd.DataFrame], result: RunResult
         row["queue_wait_p99_s"] = queue_p99([result.queue_waits[i] for i in ids
                                              if i in result.queue_waits])
         row.update(_computes_on(on_s.get(name), result.duration_s))
+        row["peak_total_cu"] = peak_total_cu(frames["intervals"], result,
+                                             projects=of_template.get(name, ()), template=name)
         out.append(row)
     return out
+
+
+def _templates_of_projects(result: RunResult, computes: pd.DataFrame) -> dict[str, str]:
+    """Project id -> its template, for the run's projects and those of the computes."""
+    templates = project_templates(result)
+    templates.update({p: t for p, t in zip(computes["project_id"], computes["template"],
+                                           strict=True) if p not in templates})
+    return templates
 
 
 def _terms(result: RunResult, name: str, projects: int, billed: float) -> dict[str, float]:
@@ -173,6 +186,7 @@ TEMPLATE_ROWS: list[tuple[str, str, str]] = [
     ("mean computes on", "mean_active_computes", "num"),
     ("peak computes on (minute mean)", "peak_active_computes_minute", "num"),
     ("p99 computes on (minute mean)", "p99_active_computes_minute", "num"),
+    ("peak CU (one instant)", "peak_total_cu", "num"),
     ("CU-hours", "cu_hours", "num"),
     ("cost (CU-hours x price)", "cost", "money"),
     # shown when a template has compute terms of its own (`pricing:`; `priced`)
