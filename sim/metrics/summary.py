@@ -26,9 +26,9 @@ from sim.engine.records import RunResult, template_of
 from sim.metrics.frames import (
     ATTEMPT_OUTCOMES,
     billed_cu_hours,
-    included_cu_hours,
     cold_start_waits,
     fleet_seconds,
+    included_cu_hours,
     on_intervals,
     start_timestamp,
 )
