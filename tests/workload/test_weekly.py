@@ -124,3 +124,17 @@ def test_a_job_or_a_trace_can_only_be_thinned() -> None:
                                  "weekly": {"weekday": 1, "weekend": 2}}))
     assert "a periodic source can be thinned, not multiplied: its factors must be at most 1" \
         in str(err.value)
+
+
+def test_a_served_worlds_snapshot_keeps_the_cycle() -> None:
+    """`sim serve --state` writes each compute's workload as data: the weekly cycle, read
+    back, draws the same arrivals."""
+    from sim.api.world_codec import dumps
+    from sim.api.world_decode import loads
+
+    p = process({"kind": "poisson", "per_hour": 50, "weekly": {"weekday": 1, "weekend": 0.2}},
+                start="2026-01-07T10:00:00Z")
+    back = loads(dumps(p))
+    assert back == p
+    assert np.array_equal(back.times(np.random.default_rng(1), 0.0, SPAN),
+                          p.times(np.random.default_rng(1), 0.0, SPAN))
