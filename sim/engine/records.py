@@ -20,6 +20,8 @@ from sim.engine.connection_table import Outcome as Outcome  # re-exported
 from sim.engine.minutes import MINUTE_S, MinutePositions, MinuteSums, quarters_of
 from sim.engine.row_table import RowBlock, RowTable, row_table
 from sim.engine.tallies import HourlyTally, OperationCount, OperationTally, joined_spans
+from sim.engine.cu_steps import NO_STEPS, Steps, joined, steps_of
+from sim.rules.pricing import Pricing
 
 
 class StateInterval(NamedTuple):
@@ -85,6 +87,14 @@ class Recorder:
     #: (operation_rows)
     operation_rows: dict[str, list[RowBlock[OperationRow]]] = field(default_factory=dict)
 
+    #: per template: its computes' CU as steps (`sim.engine.cu_steps`), for the peak at one
+    #: instant; and the spans waiting to be folded into them (a fold joins every step so far:
+    #: done a batch of spans at a time, and at the end)
+    cu_steps: dict[str, Steps] = field(default_factory=dict)
+    steps_pending: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = field(
+        default_factory=dict)
+    steps_rows: int = 0
+
     def add_connection_block(self, block: ColumnBlock) -> None:
         if len(block):
             self.connection_blocks.append((len(self.connections), block))
@@ -132,6 +142,7 @@ class Recorder:
         self.minutes.add_at(at, quarters_of(cu))
         if template is None:
             return
+        self._add_steps(start, end, cu, template, duration_s)
         if isinstance(template, str):
             self._template_minutes(template).add_at(at)
             return
@@ -146,6 +157,28 @@ class Recorder:
             sums = self.template_minutes[name] = MinuteSums(
                 (len(self.minutes.whole) - 1) * MINUTE_S, with_cu=False)
         return sums
+
+    def _add_steps(self, start: np.ndarray, end: np.ndarray, cu: np.ndarray,
+                   template: str | np.ndarray, duration_s: float, batch: int = 500_000) -> None:
+        if isinstance(template, str):
+            self.steps_pending.setdefault(template, []).append((start, end, cu))
+        else:
+            for name in dict.fromkeys(template.tolist()):
+                mine = template == name
+                self.steps_pending.setdefault(name, []).append(
+                    (start[mine], end[mine], cu[mine]))
+        self.steps_rows += len(start)
+        if self.steps_rows >= batch:
+            self.fold_steps(duration_s)
+
+    def fold_steps(self, duration_s: float) -> None:
+        """Join the spans waiting into each template's CU steps."""
+        for name, spans in self.steps_pending.items():
+            start, end, cu = (np.concatenate([p[i] for p in spans]) for i in range(3))
+            end = np.minimum(end, duration_s)
+            self.cu_steps[name] = joined((self.cu_steps.get(name, NO_STEPS),
+                                          steps_of(start, end, cu)))
+        self.steps_pending, self.steps_rows = {}, 0
 
     def fold_queue_waits(self, timeout_s: float) -> None:
         """Fold the engine's records of queue waits into `queue_waits`."""
@@ -304,6 +337,9 @@ class RunResult:
     on_spans: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
     #: with events not recorded: per template, per minute, nanoseconds on
     template_on_ns: dict[str, np.ndarray] | None = None
+    #: with events not recorded: per template, its computes' CU as steps (for the peak at
+    #: one instant, `sim.engine.cu_steps`)
+    cu_steps: dict[str, Steps] | None = None
     #: per pooled compute, its connections' queue waits (`Recorder.queue_waits`)
     queue_waits: dict[str, QueueWaits] = field(default_factory=dict)
     #: human-readable assumptions in force (cold-start distribution, pool size, prices...)
@@ -313,6 +349,9 @@ class RunResult:
     roads: dict[str, int] = field(default_factory=dict)
     #: seconds simulated before the start, in no row and no counter (`sim.scenario.warm_up`)
     warm_up_s: float = 0.0
+    #: each template's compute terms (`sim.rules.pricing`); a template not here, and a
+    #: project of no template, pays `price_per_cu_hour` for every CU-hour
+    pricing: dict[str, Pricing] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.operations = row_table(OperationRow, self.operations)
@@ -360,6 +399,8 @@ def summarise_events(result: RunResult, rec: Recorder,
     result.fleet_ns = (rec.minutes.on_ns(duration_s), rec.minutes.quarter_ns(duration_s))
     result.template_on_ns = {name: sums.on_ns(duration_s)
                              for name, sums in rec.template_minutes.items()}
+    rec.fold_steps(duration_s)
+    result.cu_steps = dict(rec.cu_steps)
     waits: dict[str, list[float]] = {}
     wakes = result.wakes.columns()
     for compute_id, cause, wait_s in zip(wakes["compute_id"].tolist(), wakes["cause"].tolist(),

@@ -334,7 +334,9 @@ def _simulate(arr, dur, cpu, mem, tmp, p, valid, rng, dk, da, db, f, i, H, waiti
                         _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, 0.0,
                                 REFUSED_POOLER_FULL, False)
                         continue
-                elif i[N_OPEN] + i[WAITING] >= p[P_MAX_CONN]:
+                elif i[N_OPEN] + i[N_SERVER] + i[WAITING] >= p[P_MAX_CONN]:
+                    # the pool's server connections (open since the pooler was on) are
+                    # Postgres connections too
                     i[REFUSED] += 1 if a >= f[COUNT_FROM] else 0  # 53300
                     _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, 0.0,
                             REFUSED_TOO_MANY, False)

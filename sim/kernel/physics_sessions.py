@@ -145,15 +145,32 @@ def _record(i, rec_idx, rec_wait, rec_outcome, rec_cold, s, wait, outcome, cold)
 
 
 @_inline
+def _next_slot(i, p, H):
+    """ComputeRuntime._next_slot: the heap whose first end frees a pooled session's slot,
+    or -1 when a server connection is free now. The pool holds at most pool_size server
+    connections, and never more than the Postgres connections that direct sessions (open
+    since the pooler was turned on) leave free."""
+    if i[N_OPEN] == 0:
+        return SERVER_H if i[N_SERVER] >= p[P_POOL_SIZE] else -1
+    if i[N_SERVER] < min(p[P_POOL_SIZE], p[P_MAX_CONN] - i[N_OPEN]):
+        return -1
+    if i[N_SERVER] >= p[P_POOL_SIZE] or (i[N_SERVER] > 0
+                                        and H[SERVER_H, 0, 0] <= H[OPEN_H, 0, 0]):
+        return SERVER_H
+    return OPEN_H
+
+
+@_inline
 def _admit(f, i, p, valid, s, arrival, now, d, c, m, t, cold, H, rec_idx, rec_wait,
            rec_outcome, rec_cold):
     # ComputeRuntime._admit: the client's fate is decided now; a queued session runs, and
     # holds its files and load, from its start
     counted = 1 if arrival >= f[COUNT_FROM] else 0  # a warm-up client is in no figure
     start = now
-    queued = p[P_POOLED] > 0 and i[N_SERVER] >= p[P_POOL_SIZE]
+    slot = _next_slot(i, p, H) if p[P_POOLED] > 0 else -1
+    queued = slot >= 0
     if queued:
-        start = H[SERVER_H, 0, 0]
+        start = H[slot, 0, 0]
         if start - now > p[P_QUEUE_TIMEOUT]:
             i[QUEUE_TIMEOUTS] += counted
             _leave(H, i, now + p[P_QUEUE_TIMEOUT])
@@ -169,18 +186,18 @@ def _admit(f, i, p, valid, s, arrival, now, d, c, m, t, cold, H, rec_idx, rec_wa
         return
     if p[P_POOLED] > 0:
         if queued:
-            _pop(H, i, SERVER_H)
+            _pop(H, i, slot)  # the slot passes to this session when it frees
             i[QUEUED] += counted
             if counted:
                 f[QUEUE_WAIT_S] += start - now
         end = start + d
         _push(H, i, SERVER_H, end, 0.0, 0.0)
         _push(H, i, CLIENT_H, end, 0.0, 0.0)
-        held = i[N_CLIENT]
     else:
         end = now + d
         _push(H, i, OPEN_H, end, 0.0, 0.0)
-        held = i[N_OPEN]
+    # direct and pooled sessions both count, whatever the pooler setting is now
+    held = i[N_OPEN] + i[N_CLIENT]
     if t > 0.0:
         _push(H, i, TEMP_H, end, t, start)
     i[SESSIONS] += counted

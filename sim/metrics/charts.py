@@ -20,7 +20,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from sim.metrics.frames import start_timestamp
-from sim.metrics.summary import format_number
+from sim.metrics.summary import format_number, priced
 from sim.processes.forked import beside
 from sim.rules.operations import Action
 
@@ -251,7 +251,8 @@ def cost_by_project_chart(frames: dict[str, pd.DataFrame], summary: dict[str, An
         money = f"{cost:,.2f}" if cost >= 1 else format_number(cost)
         label = f" {format_number(hours)} CU-h · {money}"
         ax.annotate(label, (hours, yi), va="center", fontsize=9)
-    ax.set_xlabel(f"CU-hours (cost at {price:g} per CU-hour on the labels)")
+    ax.set_xlabel(f"CU-hours (cost at {price:g} per CU-hour on the labels)" if not priced(summary)
+                  else "CU-hours (on the labels, cost: each template's plan's bill)")
     ax.set_xlim(0, max(float(top["cu_hours"].max()) * 1.25, 1e-9))
     ax.grid(True, axis="x", alpha=0.3)
     return fig
@@ -283,7 +284,8 @@ def cost_by_template_chart(frames: dict[str, pd.DataFrame], summary: dict[str, A
         label = (f" {format_number(r['cu_hours'])} CU-h · {cost:,.2f} ({share})"
                  + (f" · {format_number(per_project)} per project" if per_project else ""))
         ax.annotate(label, (float(r["cu_hours"]), yi), va="center", fontsize=10)
-    ax.set_xlabel(f"CU-hours (cost at {price:g} per CU-hour on the labels)")
+    ax.set_xlabel(f"CU-hours (cost at {price:g} per CU-hour on the labels)" if not priced(summary)
+                  else "CU-hours (on the labels, cost: each template's plan's bill)")
     ax.set_xlim(0, max(float(hours.max()) * 1.6, 1e-9))  # room for the labels
     ax.grid(True, axis="x", alpha=0.3)
     return fig

@@ -28,6 +28,7 @@ from sim.engine.records import (
 from sim.engine.row_table import RowTable
 from sim.engine.tallies import OperationTally
 from sim.metrics.quantiles import quantiles_in_place
+from sim.rules.pricing import Pricing
 from sim.rules.states import ComputeState
 
 #: pandas' own string dtype (the pandas 3 default): missing values are NaN, as for floats.
@@ -292,7 +293,7 @@ def computes_frame(
     """ComputeRow totals plus cost, share of its life spent on, and cold-start waits."""
     df = compute_rows.copy()
     df["cu_hours"] = df["cu_s"] / 3600.0
-    df["cost"] = df["cu_hours"] * result.price_per_cu_hour
+    df["cost"] = 0.0  # below, once each compute's template is known
     end = df["deleted_s"].fillna(result.duration_s).clip(upper=result.duration_s)
     lifetime = end - df["created_s"].clip(lower=0.0)
     df["active_share"] = (df["active_s"] / lifetime).where(lifetime > 0)
@@ -302,7 +303,40 @@ def computes_frame(
     templates = project_templates(result)
     df["template"] = pd.array([templates.get(p, NO_TEMPLATE) for p in df["project_id"]],
                               dtype=STR)
+    df["cost"] = compute_costs(df, result)
     return df.astype(SCHEMAS["computes"])
+
+
+def compute_costs(computes: pd.DataFrame, result: RunResult) -> np.ndarray:
+    """Each compute's share of its project's bill (`sim.rules.pricing`): its billed
+    CU-hours (`billed_cu_hours`) at its template's price. A project of no template, or a
+    template with no terms of its own, pays the scenario's price for every CU-hour."""
+    default = Pricing(result.price_per_cu_hour)
+    price = np.array([result.pricing.get(t, default).per_cu_hour
+                      for t in computes["template"].tolist()], dtype=np.float64)
+    return billed_cu_hours(computes, result) * price
+
+
+def billed_cu_hours(computes: pd.DataFrame, result: RunResult) -> np.ndarray:
+    """Each compute's CU-hours beyond its project's allowance: the project's allowance over
+    the run is shared among its computes in proportion to their CU-hours."""
+    hours = computes["cu_hours"].to_numpy(dtype=np.float64)
+    run_hours = result.duration_s / 3600.0
+    included = np.array([result.pricing[t].included_over(run_hours) if t in result.pricing
+                         else 0.0 for t in computes["template"].tolist()], dtype=np.float64)
+    if not included.any():  # nothing included: every CU-hour is billed
+        return hours
+    project = computes.groupby("project_id", sort=False)["cu_hours"].transform("sum")
+    project_hours = project.to_numpy(dtype=np.float64)
+    share = np.divide(np.maximum(0.0, project_hours - included), project_hours,
+                      out=np.zeros_like(hours), where=project_hours > 0)
+    return hours * share
+
+
+def included_cu_hours(result: RunResult, template: str, projects: int) -> float:
+    """The CU-hours a template's projects have included over the run (0 without terms)."""
+    terms = result.pricing.get(template)
+    return 0.0 if terms is None else projects * terms.included_over(result.duration_s / 3600.0)
 
 
 def project_templates(result: RunResult) -> dict[str, str]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.metrics.io import read_run
-from sim.metrics.summary import format_duration, format_value, summary_sections
+from sim.metrics.summary import format_duration, format_value, priced, summary_sections
 from sim.metrics.templates import template_cells
 from sim.scenario.schema import ComputeSpec, ProjectSpec, Scenario
 
@@ -70,6 +70,19 @@ def _rate(per_hour: float) -> str:
 
 
 def describe_arrivals(arrivals: Any) -> str:
+    weekly = getattr(arrivals, "weekly", None)
+    return _describe_kind(arrivals) + ("" if weekly is None else f", {describe_week(weekly)}")
+
+
+def describe_week(factors: tuple[float, ...]) -> str:
+    """A weekly cycle in words: "weekdays x1, weekends x0.2", or the seven factors."""
+    if len(set(factors[:5])) == 1 and len(set(factors[5:])) == 1:
+        return f"weekdays x{factors[0]:g}, weekends x{factors[5]:g}"
+    days = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+    return "week " + " ".join(f"{d} x{v:g}" for d, v in zip(days, factors, strict=True))
+
+
+def _describe_kind(arrivals: Any) -> str:
     kind = arrivals.kind
     if kind == "poisson":
         return f"Poisson {_rate(arrivals.per_hour)}"
@@ -157,8 +170,10 @@ def key_cards(s: dict[str, Any]) -> str:
     p99 = s.get("wake_p99_s")
     cards = [
         _card("Cost", format_value(s.get("cost"), "money"),
-              f"CU-hours at {_num(s.get('price_per_cu_hour') or 0)} per CU-hour, over "
-              f"{format_value(s.get('duration_s'), 'duration')} simulated (no currency)"),
+              ("the templates' bills (billed CU-hours at each one's price)" if priced(s) else
+               f"CU-hours at {_num(s.get('price_per_cu_hour') or 0)} per CU-hour")
+              + f", over {format_value(s.get('duration_s'), 'duration')} simulated "
+              "(no currency)"),
         _card("CU-hours", format_value(s.get("cu_hours")),
               f"mean {format_value(s.get('mean_total_cu'))} CU in use"),
         _card("Peak computes on", format_value(s.get("peak_active_computes"), "int"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections import Counter
 from collections.abc import Collection
 from typing import Any
 
@@ -20,11 +21,14 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from sim.engine.records import RunResult
+from sim.engine.cu_steps import NO_STEPS, joined, peak_cu, steps_of
+from sim.engine.records import RunResult, template_of
 from sim.metrics.frames import (
     ATTEMPT_OUTCOMES,
+    billed_cu_hours,
     cold_start_waits,
     fleet_seconds,
+    included_cu_hours,
     on_intervals,
     start_timestamp,
 )
@@ -68,6 +72,8 @@ def summary(frames: dict[str, pd.DataFrame], result: RunResult, *,
         "projects": _project_count(computes, operations, result),
         "cu_hours": float(computes["cu_hours"].sum()),
         "cost": float(computes["cost"].sum()),
+        "included_cu_hours": _included(result),
+        "billed_cu_hours": float(billed_cu_hours(computes, result).sum()),
     }
     for column, key in TOTALS.items():
         out[key] = int(computes[column].sum())
@@ -81,6 +87,12 @@ def summary(frames: dict[str, pd.DataFrame], result: RunResult, *,
     out["scripted_actions_failed"] = int((actions["status"] >= 400).sum())
     out["templates"] = _templates(frames, result)
     return out
+
+
+def _included(result: RunResult) -> float:
+    """The CU-hours the fleet's projects had included by their templates' plans."""
+    projects = Counter(template_of(key) for key, _ in result.projects.values())
+    return float(sum(included_cu_hours(result, name, n) for name, n in projects.items()))
 
 
 def _templates(frames: dict[str, pd.DataFrame], result: RunResult) -> list[dict[str, Any]]:
@@ -158,9 +170,28 @@ def _fleet_stats(fleet: pd.DataFrame, intervals: pd.DataFrame, result: RunResult
         on_s, cu_s = float((end - start).sum()), float((cu * (end - start)).sum())
     return {
         "peak_active_computes": peak_concurrent(start, end),
+        "peak_total_cu": peak_total_cu(intervals, result),
         "mean_active_computes": on_s / duration_s if has_time else None,
         "mean_total_cu": cu_s / duration_s if has_time else None,
     } | _minute_figures(fleet)
+
+
+def peak_total_cu(intervals: pd.DataFrame, result: RunResult,
+                  projects: Collection[str] | None = None, template: str | None = None
+                  ) -> float | None:
+    """The most CU in use at one instant, from the interval rows or, when the run kept none,
+    from its CU steps (`sim.engine.cu_steps`); `projects`/`template`: only those computes.
+    None for hand-made intervals of CU levels that are not multiples of 0.25."""
+    if result.cu_steps is not None:
+        chosen = (result.cu_steps.values() if template is None
+                  else [result.cu_steps.get(template, NO_STEPS)])
+        return peak_cu(joined(chosen))
+    if projects is not None:
+        intervals = intervals[intervals["project_id"].isin(list(projects))]
+    try:
+        return peak_cu(steps_of(*on_intervals(intervals, result.duration_s)))
+    except ValueError:
+        return None
 
 
 def on_spans(intervals: pd.DataFrame, result: RunResult,
@@ -232,10 +263,14 @@ _ROWS: list[tuple[str, list[tuple[str, str, str]]]] = [
             ("peak active computes (minute mean)", "peak_active_computes_minute", "num"),
             ("mean active computes", "mean_active_computes", "num"),
             ("p99 active computes (minute mean)", "p99_active_computes_minute", "num"),
+            ("peak total CU (one instant)", "peak_total_cu", "num"),
             ("peak total CU (minute mean)", "peak_total_cu_minute", "num"),
             ("p99 total CU (minute mean)", "p99_total_cu_minute", "num"),
             ("mean total CU", "mean_total_cu", "num"),
             ("CU-hours", "cu_hours", "num"),
+            # shown when a template has an allowance (`pricing:`)
+            ("included CU-hours (plans' allowances)", "included_cu_hours", "num"),
+            ("billed CU-hours (beyond them)", "billed_cu_hours", "num"),
             ("price per CU-hour", "price_per_cu_hour", "num"),
             # in no currency: the scenario's price per CU-hour, over the simulated period
             ("cost (CU-hours x price)", "cost", "money"),
@@ -286,6 +321,32 @@ _ROWS: list[tuple[str, list[tuple[str, str, str]]]] = [
 ]
 
 
+def priced(summary: dict[str, Any] | Any) -> bool:
+    """Whether a template's compute terms differ from the scenario's price alone: one with
+    a price of its own or an allowance (`pricing:`)."""
+    price = summary.get("price_per_cu_hour")
+    return any(t.get("price_per_cu_hour", price) != price or t.get("included_cu_hours")
+               for t in summary.get("templates") or [])
+
+
+def shown_rows(summary: dict[str, Any], rows: list[tuple[str, str, str]]
+               ) -> list[tuple[str, str, str]]:
+    """A section's rows as this summary shows them: the allowances only when a plan
+    includes some, the price and cost named for what they are when templates have compute
+    terms of their own."""
+    out = []
+    for label, key, kind in rows:
+        if key in ("included_cu_hours", "billed_cu_hours") and not summary.get(
+                "included_cu_hours"):
+            continue  # no plan includes any: every CU-hour is billed
+        if key == "price_per_cu_hour" and priced(summary):
+            label += " (default)"  # of templates without terms of their own
+        if key == "cost" and priced(summary):
+            label = "cost (the templates' bills)"
+        out.append((label, key, kind))
+    return out
+
+
 def summary_table(summary: dict[str, Any], width: int = 72) -> str:
     """The summary as a plain-text table (no colour codes), one section per topic."""
     table = Table(box=box.SIMPLE_HEAD, show_header=True, pad_edge=False)
@@ -294,7 +355,7 @@ def summary_table(summary: dict[str, Any], width: int = 72) -> str:
     for section, rows in _ROWS:
         table.add_section()
         table.add_row(section.upper(), "")
-        for label, key, kind in rows:
+        for label, key, kind in shown_rows(summary, rows):
             table.add_row("  " + label, format_value(summary.get(key), kind))
         if section == "Operations":
             for action, statuses in sorted(summary.get("operations_by_action", {}).items()):
@@ -361,7 +422,8 @@ def summary_sections(summary: dict[str, Any]) -> list[tuple[str, list[tuple[str,
     """
     out = []
     for section, rows in _ROWS:
-        cells = [(label, format_value(summary.get(key), kind)) for label, key, kind in rows]
+        cells = [(label, format_value(summary.get(key), kind))
+                 for label, key, kind in shown_rows(summary, rows)]
         if section == "Operations":
             for action, statuses in sorted(summary.get("operations_by_action", {}).items()):
                 cells.append((action, ", ".join(f"{s} {n:,}" for s, n in sorted(statuses.items()))))

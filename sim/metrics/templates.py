@@ -26,9 +26,16 @@ from rich.table import Table
 
 from sim.engine.minutes import MINUTE_S, NS, per_minute_ns
 from sim.engine.records import NO_TEMPLATE, QueueWaits, RunResult, template_of
-from sim.metrics.frames import cold_start_waits, on_intervals, project_templates
+from sim.metrics.frames import (
+    billed_cu_hours,
+    cold_start_waits,
+    included_cu_hours,
+    on_intervals,
+    project_templates,
+)
 from sim.metrics.quantiles import quantiles_in_place
-from sim.metrics.summary import TOTALS, connection_rates, format_value
+from sim.metrics.summary import TOTALS, connection_rates, format_value, peak_total_cu, priced
+from sim.rules.pricing import Pricing
 
 QUANTILE = 0.99
 
@@ -55,6 +62,10 @@ def template_figures(frames: Mapping[str, pd.DataFrame], result: RunResult
     by_template = dict(tuple(computes.groupby("template", sort=False)))
     wakes = _wake_waits(frames, result)
     on_s = _seconds_on(frames, result, names)
+    billed = pd.Series(billed_cu_hours(computes, result), index=computes.index)
+    of_template: dict[str, list[str]] = {}
+    for pid, template in _templates_of_projects(result, computes).items():
+        of_template.setdefault(template, []).append(pid)
     out = []
     for name in names:
         group = by_template.get(name, computes.iloc[:0])
@@ -66,6 +77,7 @@ def template_figures(frames: Mapping[str, pd.DataFrame], result: RunResult
             "cu_hours": float(group["cu_hours"].sum()),
             "cost": float(group["cost"].sum()),
         }
+        row.update(_terms(result, name, row["projects"], float(billed[group.index].sum())))
         for column, key in TOTALS.items():  # the fleet's counts, per template
             row[key] = int(group[column].sum())
         row.update(connection_rates(row))
@@ -75,8 +87,27 @@ def template_figures(frames: Mapping[str, pd.DataFrame], result: RunResult
         row["queue_wait_p99_s"] = queue_p99([result.queue_waits[i] for i in ids
                                              if i in result.queue_waits])
         row.update(_computes_on(on_s.get(name), result.duration_s))
+        row["peak_total_cu"] = peak_total_cu(frames["intervals"], result,
+                                             projects=of_template.get(name, ()), template=name)
         out.append(row)
     return out
+
+
+def _templates_of_projects(result: RunResult, computes: pd.DataFrame) -> dict[str, str]:
+    """Project id -> its template, for the run's projects and those of the computes."""
+    templates = project_templates(result)
+    templates.update({p: t for p, t in zip(computes["project_id"], computes["template"],
+                                           strict=True) if p not in templates})
+    return templates
+
+
+def _terms(result: RunResult, name: str, projects: int, billed: float) -> dict[str, float]:
+    """A template's price per CU-hour, the CU-hours its projects had included over the run,
+    and those billed beyond (`sim.rules.pricing`)."""
+    terms = result.pricing.get(name, Pricing(result.price_per_cu_hour))
+    return {"price_per_cu_hour": terms.per_cu_hour,
+            "included_cu_hours": included_cu_hours(result, name, projects),
+            "billed_cu_hours": billed}
 
 
 def _p99(values: np.ndarray) -> float | None:
@@ -155,8 +186,13 @@ TEMPLATE_ROWS: list[tuple[str, str, str]] = [
     ("mean computes on", "mean_active_computes", "num"),
     ("peak computes on (minute mean)", "peak_active_computes_minute", "num"),
     ("p99 computes on (minute mean)", "p99_active_computes_minute", "num"),
+    ("peak CU (one instant)", "peak_total_cu", "num"),
     ("CU-hours", "cu_hours", "num"),
     ("cost (CU-hours x price)", "cost", "money"),
+    # shown when a template has compute terms of its own (`pricing:`; `priced`)
+    ("price per CU-hour", "price_per_cu_hour", "num"),
+    ("included CU-hours (allowance)", "included_cu_hours", "num"),
+    ("billed CU-hours (beyond it)", "billed_cu_hours", "num"),
     ("sessions", "sessions", "int"),
     ("cold starts", "cold_starts", "int"),
     ("cold starts per 1,000 sessions", "cold_starts_per_1000_sessions", "num"),
@@ -170,8 +206,16 @@ def template_cells(summary: Mapping[str, Any]) -> tuple[list[str], list[tuple[st
     """The per-template table as text: (template names, [(label, one cell per template)])."""
     rows = summary.get("templates") or []
     names = [str(r["template"]) for r in rows]
+    shown = [row for row in TEMPLATE_ROWS if row[1] not in PRICING_KEYS or priced(summary)]
+    if priced(summary):  # each template's bill: billed CU-hours at its price
+        shown = [("cost (billed CU-hours x price)", key, kind) if key == "cost"
+                 else (label, key, kind) for label, key, kind in shown]
     return names, [(label, [format_value(r.get(key), kind) for r in rows])
-                   for label, key, kind in TEMPLATE_ROWS]
+                   for label, key, kind in shown]
+
+
+#: the rows of a template's compute terms, shown only when one has terms of its own
+PRICING_KEYS = ("price_per_cu_hour", "included_cu_hours", "billed_cu_hours")
 
 
 def template_table(summary: Mapping[str, Any], width: int = 72) -> str:

@@ -144,7 +144,8 @@ class TemplateModel:
     def __init__(self, template: ProjectSpec, scenario: Scenario):
         self.template = template
         self.count = template.count
-        self.price = scenario.price_per_cu_hour
+        # its plan's price; an allowance is left out of the estimate (the simulation bills it)
+        self.price = scenario.pricing_of(template).per_cu_hour
         self.config: EngineConfig = scenario.engine_config()
         self.computes = [c for b in template.branches for c in b.computes]
         self.loads = [load_of(c, scenario) for c in self.computes]

@@ -96,6 +96,22 @@ def parse_duration(value: object) -> float:
     return _seconds(total)
 
 
+def parse_run_length(value: object) -> float:
+    """The length of a run: a duration written with its unit ("30d", "6h"), never a bare
+    number. A planner who writes `duration: 30` may mean 30 days, hours or minutes; read as
+    30 seconds it ran without a word. Refused, naming the units to write."""
+    bare = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if bare or (isinstance(value, str) and _NUMBER.fullmatch(value.strip())):
+        n = value.strip() if isinstance(value, str) else (
+            str(value) if isinstance(value, int) else f"{value:g}")
+        if len(n) > 20 or not math.isfinite(float(n)):  # its digits do not help: its unit
+            raise ValueError("a bare number has no unit: write the run's length with one, "
+                             "e.g. \"30d\", \"6h\", \"90m\" (units: w, d, h, m, s, ms)")
+        raise ValueError(f"{n} has no unit: write the run's length with one, e.g. "
+                         f"\"{n}d\", \"{n}h\", \"{n}m\" or \"{n}s\" (units: w, d, h, m, s, ms)")
+    return parse_duration(value)
+
+
 def format_duration(seconds: float) -> str:
     """The shortest "1d2h3m4s" spelling of whole seconds (fractions kept in the seconds part)."""
     if seconds == 0:

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from sim.engine.cu_steps import Steps, joined
 from sim.engine.records import ConnectionTable, QueueWaits, RunResult
 from sim.engine.row_table import RowTable
 from sim.engine.tallies import OperationCount, summed_counts
@@ -131,9 +132,9 @@ def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
     head = parts[0][0]
     for other, _ in parts[1:]:
         same = (other.name, other.seed, other.start_iso, other.duration_s,
-                other.price_per_cu_hour, other.assumptions)
+                other.price_per_cu_hour, other.assumptions, other.pricing)
         if same != (head.name, head.seed, head.start_iso, head.duration_s,
-                    head.price_per_cu_hour, head.assumptions):
+                    head.price_per_cu_hour, head.assumptions, head.pricing):
             raise ValueError("results of different runs cannot be merged")
     ranks: dict[str, tuple] = {}
     for result, keys in parts:
@@ -159,10 +160,21 @@ def canonical_result(parts: Sequence[tuple[RunResult, Sequence[str]]],
         fleet_ns=_summed_minutes(parts), wake_waits=_joined_waits(parts),
         operation_counts=_summed_operations(parts), on_spans=_joined_spans(parts),
         template_on_ns=_summed_template_minutes(parts), queue_waits=_joined_queue_waits(parts),
+        cu_steps=_joined_steps(parts),
         projects={pid: info for pid in sorted(ranks, key=ranks.__getitem__)
                   for r, _ in parts if (info := r.projects.get(pid)) is not None},
-        roads=_summed_roads(parts), warm_up_s=head.warm_up_s,
+        roads=_summed_roads(parts), warm_up_s=head.warm_up_s, pricing=dict(head.pricing),
     )
+
+
+def _joined_steps(parts: Sequence[tuple[RunResult, Sequence[str]]]
+                  ) -> dict[str, Steps] | None:
+    """Per template, the CU steps of every part (a template's projects may be in several)."""
+    kept = [r.cu_steps for r, _ in parts if r.cu_steps is not None]
+    if not kept:
+        return None
+    names = dict.fromkeys(name for steps in kept for name in steps)
+    return {name: joined(steps[name] for steps in kept if name in steps) for name in names}
 
 
 def _summed_roads(parts: Sequence[tuple[RunResult, Sequence[str]]]) -> dict[str, int]:

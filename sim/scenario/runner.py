@@ -206,7 +206,20 @@ def assumptions(scenario: Scenario, cp: ControlPlane) -> dict[str, str]:
         "detach idle projects after": _maybe_s(cfg.detach_after_s),
         "archive idle branches after": _maybe_s(cfg.archive_after_s),
         "connection records": cfg.record_connections.value,
-    } | extra
+    } | _pricing_notes(scenario) | extra
+
+
+def _pricing_notes(scenario: Scenario) -> dict[str, str]:
+    """The compute terms of the templates that set their own (`pricing:`)."""
+    notes = {}
+    for t in scenario.projects:
+        if t.pricing is not None:
+            p = scenario.pricing_of(t)
+            preset = f"{t.pricing} plan: " if isinstance(t.pricing, str) else ""
+            notes[f"pricing of {t.name}"] = (
+                f"{preset}{p.per_cu_hour:g} per CU-hour beyond "
+                f"{p.included_cu_hours:g} CU-hours included per project and month")
+    return notes
 
 
 def _maybe_s(value: float | None) -> str:
@@ -282,6 +295,8 @@ def _simulate(scenario: Scenario, seed: int, instances: Sequence[ProjectInstance
     result = cp.result(scenario.name, counted, scenario.price_per_cu_hour,
                        assumptions(scenario, cp), exclude=excluded)
     result.warm_up_s = warm_up
+    result.pricing = {t.name: scenario.pricing_of(t) for t in scenario.projects
+                      if t.pricing is not None}
     result.actions = [a for a, keys in zip(actions, named, strict=True) if not keys & back_keys]
     result.roads = _roads(cp, reasons if kernel else None, kept, excluded)
     keys = [inst.key for inst in instances if inst.key not in back_keys]

@@ -13,8 +13,9 @@ the schema and the engine cannot disagree about them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -35,9 +36,10 @@ from sim.rules.auth import check_auth_provider
 from sim.rules.connections import AutoscalingConnections
 from sim.rules.errors import ApiError
 from sim.rules.operations import Action
+from sim.rules.pricing import PRESETS, Pricing
 from sim.rules.sizes import Plan
 from sim.rules.timeouts import validate_suspend_timeout
-from sim.scenario.durations import parse_bytes, parse_duration
+from sim.scenario.durations import parse_bytes, parse_duration, parse_run_length
 from sim.scenario.references import BRANCH_NAME, TEMPLATE_NAME, Reference, parse_call
 from sim.workload import (
     ArrivalProcess,
@@ -50,6 +52,7 @@ from sim.workload import (
     Replay,
     SessionModel,
 )
+from sim.workload.weekly import weekly
 
 
 def _positive(value: object) -> float:
@@ -64,6 +67,17 @@ _AS_TEXT = WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "number"}]})
 Duration = Annotated[float, PlainValidator(parse_duration), _AS_TEXT]
 PositiveDuration = Annotated[float, PlainValidator(_positive), _AS_TEXT]
 Bytes = Annotated[float, PlainValidator(parse_bytes), _AS_TEXT]
+
+
+def _run_length(value: object) -> float:
+    seconds = parse_run_length(value)
+    if seconds <= 0:
+        raise ValueError("must be a duration > 0")
+    return seconds
+
+
+#: A run's length: "7d", "6h" (with a unit: a bare number is refused); > 0.
+RunLength = Annotated[float, PlainValidator(_run_length), WithJsonSchema({"type": "string"})]
 
 
 def _warm_up(value: object) -> float | Literal["auto"]:
@@ -150,15 +164,70 @@ class BytesDistributionSpec(_DistributionShape):
 # ---- arrivals: a union told apart by `kind` -------------------------------------------------
 
 
-class PoissonSpec(Spec):
+def _weekly(value: object) -> tuple[float, ...]:
+    """A weekly cycle: {weekday: F, weekend: F}, or seven factors, Monday first (UTC days)."""
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - {"weekday", "weekend"})
+        if unknown or set(value) != {"weekday", "weekend"}:
+            raise ValueError("write {weekday: F, weekend: F} or seven factors, Monday first"
+                             + (f" (unknown key {unknown[0]!r})" if unknown else ""))
+        days = [value["weekday"]] * 5 + [value["weekend"]] * 2
+    elif isinstance(value, list):
+        if len(value) != 7:
+            raise ValueError(f"needs seven factors, Monday first (UTC days), got {len(value)}")
+        days = value
+    else:
+        raise ValueError(f"write {{weekday: F, weekend: F}} or seven factors, Monday first; "
+                         f"got {value!r}")
+    out = []
+    for v in days:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                or v < 0:
+            raise ValueError(f"a factor must be a finite number >= 0, got {v!r}")
+        out.append(float(v))
+    return tuple(out)
+
+
+#: one factor per UTC day of the week, Monday first, that multiplies the rate
+WeeklyFactors = Annotated[tuple[float, ...], PlainValidator(_weekly), WithJsonSchema(
+    {"anyOf": [{"type": "object"}, {"type": "array", "items": {"type": "number"}}]})]
+
+
+class _ArrivalSpec(Spec):
+    """What every arrival kind has: an optional weekly cycle over its rate."""
+
+    weekly: WeeklyFactors | None = None
+
+    def to_process(self, start: datetime) -> ArrivalProcess:
+        start = start.replace(tzinfo=UTC) if start.tzinfo is None else start.astimezone(UTC)
+        monday = datetime.combine(start.date(), time(), tzinfo=UTC) - timedelta(
+            days=start.weekday())
+        return weekly(self._process(start), self.weekly, (start - monday).total_seconds())
+
+    def _process(self, start: datetime) -> ArrivalProcess:
+        raise NotImplementedError
+
+
+class _ThinnedOnly(_ArrivalSpec):
+    """A kind without a rate to multiply (a job, a trace): its days can only be thinned."""
+
+    @model_validator(mode="after")
+    def _factors_at_most_one(self) -> _ThinnedOnly:
+        if self.weekly is not None and max(self.weekly) > 1:
+            raise ValueError(f"weekly: a {self.kind} source can be thinned, not "  # type: ignore[attr-defined]
+                             f"multiplied: its factors must be at most 1")
+        return self
+
+
+class PoissonSpec(_ArrivalSpec):
     kind: Literal["poisson"]
     per_hour: NonNegative
 
-    def to_process(self, start: datetime) -> ArrivalProcess:
+    def _process(self, start: datetime) -> ArrivalProcess:
         return Poisson(self.per_hour)
 
 
-class DiurnalSpec(Spec):
+class DiurnalSpec(_ArrivalSpec):
     kind: Literal["diurnal"]
     peak_per_hour: NonNegative | None = None
     trough_per_hour: NonNegative | None = None
@@ -176,7 +245,7 @@ class DiurnalSpec(Spec):
             raise ValueError("trough_per_hour is above peak_per_hour")
         return self
 
-    def to_process(self, start: datetime) -> ArrivalProcess:
+    def _process(self, start: datetime) -> ArrivalProcess:
         start = start.replace(tzinfo=UTC) if start.tzinfo is None else start.astimezone(UTC)
         midnight = datetime.combine(start.date(), time(), tzinfo=UTC)
         offset = (start - midnight).total_seconds()
@@ -185,28 +254,28 @@ class DiurnalSpec(Spec):
         return Diurnal(self.peak_per_hour, self.trough_per_hour, self.peak_hour, None, offset)
 
 
-class BurstySpec(Spec):
+class BurstySpec(_ArrivalSpec):
     kind: Literal["bursty"]
     on_per_hour: NonNegative
     off_per_hour: NonNegative
     mean_on: PositiveDuration
     mean_off: PositiveDuration
 
-    def to_process(self, start: datetime) -> ArrivalProcess:
+    def _process(self, start: datetime) -> ArrivalProcess:
         return Bursty(self.on_per_hour, self.off_per_hour, self.mean_on, self.mean_off)
 
 
-class PeriodicSpec(Spec):
+class PeriodicSpec(_ThinnedOnly):
     kind: Literal["periodic"]
     every: PositiveDuration
     offset: Duration = 0.0
     jitter: Duration = 0.0
 
-    def to_process(self, start: datetime) -> ArrivalProcess:
+    def _process(self, start: datetime) -> ArrivalProcess:
         return Periodic(self.every, self.offset, self.jitter)
 
 
-class ReplaySpec(Spec):
+class ReplaySpec(_ThinnedOnly):
     """A CSV trace; a relative path is read from the scenario file's directory."""
 
     kind: Literal["replay"]
@@ -220,7 +289,7 @@ class ReplaySpec(Spec):
         self._resolved = path if path.is_absolute() or base_dir is None else base_dir / path
         return self._resolved
 
-    def to_process(self, start: datetime) -> ArrivalProcess:
+    def _process(self, start: datetime) -> ArrivalProcess:
         # read once per start instant: a template with count 500 shares one trace
         if start not in self._loaded:
             path = self._resolved or Path(self.path)
@@ -345,12 +414,47 @@ class AuthSpec(Spec):
             raise ValueError(api_reason(err)) from None
 
 
+def _pricing(value: object) -> str | Pricing:
+    """A preset's name (kept as written), or {per_cu_hour: P, included_cu_hours: H}."""
+    presets = ", ".join(PRESETS)
+    if isinstance(value, str):
+        if value not in PRESETS:
+            raise ValueError(f"{value!r} is not a preset (one of {presets}); or write "
+                             f"{{per_cu_hour: P, included_cu_hours: H}}")
+        return value
+    if not isinstance(value, dict):
+        raise ValueError(f"write a preset ({presets}) or {{per_cu_hour: P, "
+                         f"included_cu_hours: H}}, got {value!r}")
+    unknown = sorted(set(value) - {"per_cu_hour", "included_cu_hours"})
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r} (per_cu_hour, included_cu_hours)")
+    if "per_cu_hour" not in value:
+        raise ValueError("per_cu_hour is required (and included_cu_hours, per project and "
+                         "month, is 0 unless given)")
+    numbers = []
+    for key in ("per_cu_hour", "included_cu_hours"):
+        v = value.get(key, 0.0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                or v < 0:
+            raise ValueError(f"{key} must be a finite number >= 0, got {v!r}")
+        numbers.append(float(v))
+    return Pricing(*numbers)
+
+
+#: a template's compute terms: a preset of the real service's public plans, or written out
+PricingField = Annotated[str | Pricing, PlainValidator(_pricing), WithJsonSchema(
+    {"anyOf": [{"type": "string", "enum": list(PRESETS)}, {"type": "object"}]})]
+
+
 class ProjectSpec(Spec):
     """A project template; `count` projects are made from it."""
 
     name: Annotated[str, Field(pattern=f"^{TEMPLATE_NAME}$", max_length=63)]
     count: Annotated[int, Field(ge=1, le=MAX_COUNT)] = 1
     plan: PlanName | None = None  # default: the scenario's plan
+    # what its compute costs: a preset of the real service's public plans, or written out;
+    # default: the scenario's price_per_cu_hour, nothing included
+    pricing: PricingField | None = None
     history_retention: Duration = 86_400.0
     branches: Annotated[list[BranchSpec], Field(min_length=1)]
     auth: AuthSpec | None = None
@@ -489,7 +593,7 @@ class Scenario(Spec):
     name: Annotated[str, Field(min_length=1)]
     seed: Annotated[int, Field(ge=0)] = 0
     start: datetime = DEFAULT_START  # UTC; a naive instant is taken as UTC
-    duration: PositiveDuration  # seconds
+    duration: RunLength  # seconds; written with a unit
     # simulated before `start` and left out of every figure: "auto" (see `warm_up_s`) or
     # a duration in whole minutes; 0 shows the fleet's creation at the first instant
     warm_up: WarmUp = "auto"
@@ -540,6 +644,13 @@ class Scenario(Spec):
 
     def plan_of(self, template: ProjectSpec) -> Plan:
         return Plan(template.plan or self.plan)
+
+    def pricing_of(self, template: ProjectSpec) -> Pricing:
+        """The template's compute terms (`sim.rules.pricing`)."""
+        p = template.pricing
+        if p is None:
+            return Pricing(self.price_per_cu_hour)
+        return PRESETS[p] if isinstance(p, str) else p
 
     def instances(self) -> list[ProjectInstance]:
         """Every project the run creates: template order, then index."""

@@ -76,6 +76,7 @@ KEY_FIGURES: dict[str, str] = {
     "mean_active_computes": "float64",
     "peak_active_computes": "int64",
     "mean_total_cu": "float64",
+    "peak_total_cu": "float64",  # at one instant
     "sessions": "int64",
     "connection_attempts": "int64",
     "cold_starts": "int64",

@@ -21,9 +21,11 @@ TEMPLATE_FIGURES: dict[str, str] = {
     "computes": "int64",
     "cu_hours": "float64",
     "cost": "float64",
+    "billed_cu_hours": "float64",  # beyond the plan's allowance
     "mean_active_computes": "float64",
     "peak_active_computes_minute": "float64",
     "p99_active_computes_minute": "float64",
+    "peak_total_cu": "float64",  # at one instant
     "sessions": "int64",
     "cold_starts": "int64",
     "cold_starts_per_1000_sessions": "float64",

@@ -32,6 +32,12 @@ NOT_RUN = {
         "rewrites the documents; test_shown_outputs.py runs the check without --write",
     ("docs/api.md", "$ python -m tests.official.fields           # \"up to date\", or the new file"):
         "a developer's command on the repository; tests/official/test_document.py runs its check",
+    ("docs/notebooks.md", "pip install jupyterlab"):
+        "installing and opening Jupyter is the reader's; tests/planning/test_notebooks.py "
+        "runs every notebook from a clean kernel",
+    ("docs/notebooks.md",
+     "SIM_NOTEBOOK_SMALL=1 jupyter execute notebooks/01_scale_to_zero_timeout.ipynb"):
+        "tests/planning/test_notebooks.py runs every notebook so, with nbclient",
     ("docs/reliability.md", "$ sim keys list --state world.db"):
         "needs keys made over HTTP and the server stopped; "
         "tests/reliability/test_state_file_serve.py runs both commands",

@@ -227,3 +227,75 @@ def test_the_random_workloads_exercise_every_rule_on_the_kernel(fallbacks: list[
         seen["53100 at a queued client's turn"] += int(np.sum(
             (rows["outcome"] == disk_full) & (rows["wait_s"] > 0) & ~rows["cold"]))
     assert all(n > 0 for n in seen.values()), seen
+
+
+def toggled_pooler(seed: int) -> dict:
+    """A loaded compute whose pooler scripted calls turn on and off at random instants: the
+    kernel takes it back after each call with direct and pooled sessions open together."""
+    rng = np.random.default_rng(seed)
+    hours = int(rng.integers(2, 5))
+    cu = float(rng.choice([0.25, 0.5]))
+    per_hour = float(round(rng.uniform(0.7, 1.6) * 112 * cu / 0.25 * 3600 / 180, 1))
+    compute: dict = {"type": "read_write", "size": {"cu": cu},
+                     "pooler_enabled": bool(rng.random() < 0.5),
+                     "suspend_timeout_seconds": int(rng.choice([0, 60, -1])),
+                     "workload": {"arrivals": {"kind": "poisson", "per_hour": per_hour},
+                                  "session": {"dist": "exponential", "mean_s": 180}}}
+    if compute["pooler_enabled"] and rng.random() < 0.5:
+        compute["pool_size"] = int(rng.integers(20, 100))
+    path = "/projects/{p[0]}/endpoints/{p[0].main.read_write}"
+    instants = np.sort(rng.choice(np.arange(10, 60 * hours - 5), int(rng.integers(1, 5)),
+                                  replace=False))
+    pooled, actions = compute["pooler_enabled"], []
+    for minute in instants:
+        pooled = not pooled
+        actions.append({"at": f"{int(minute)}m", "call": f"PATCH {path}",
+                        "body": {"endpoint": {"pooler_enabled": pooled}}})
+    return {"name": f"toggles-{seed}", "seed": seed, "duration": f"{hours}h",
+            "record_connections": "all", "record_events": "all",
+            "engine": {"pool_queue_timeout": f"{int(rng.choice([30, 120]))}s"},
+            "projects": [{"name": "p", "branches": [{"name": "main", "computes": [compute]}]}],
+            "actions": actions}
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_pooler_toggles_under_load_give_the_engines_rows(seed: int,
+                                                         fallbacks: list[str]) -> None:
+    """Found from outside: turning the pooler on under load, the kernel ignored direct
+    sessions still open (the pool's share of Postgres connections) and, turned off, the
+    pool's server connections still open; it queued and refused differently."""
+    scenario = parse_scenario(toggled_pooler(seed))
+    result = runner.run_scenario(scenario)
+    assert result.roads == {"kernel but for its scripted calls": 1}, (result.roads, fallbacks)
+    engine = canonical(runner.run_scenario(scenario, kernel=False))
+    for name, table in canonical(result).items():
+        pd.testing.assert_frame_equal(table, engine[name], check_exact=True, obj=name)
+
+
+def test_the_toggles_load_the_compute_and_mix_its_sessions(fallbacks: list[str]) -> None:
+    """The equality above is evidence only if the toggles met a loaded compute: refusals,
+    queueing and queue timeouts all happen."""
+    seen = {"refused": 0, "queued": 0, "queue_timeouts": 0}
+    for seed in range(0, 30, 3):
+        result = runner.run_scenario(parse_scenario(toggled_pooler(seed)))
+        for name in seen:
+            seen[name] += sum(getattr(row, name) for row in result.computes)
+    assert all(n > 0 for n in seen.values()), seen
+
+
+def test_the_audits_case_is_equal_on_both_roads(fallbacks: list[str]) -> None:
+    """One 0.25 CU compute, 2,600 sessions an hour of 180 s, the pooler turned on at
+    4 h 49 min of 6 h: the kernel had queued 2,280 where the engine queued 2,437."""
+    doc = {"name": "audit", "seed": 1, "duration": "6h", "projects": [{"name": "p", "branches": [{
+        "name": "main", "computes": [{
+            "type": "read_write", "size": {"cu": 0.25},
+            "workload": {"arrivals": {"kind": "poisson", "per_hour": 2600},
+                         "session": {"dist": "exponential", "mean_s": 180}}}]}]}],
+        "actions": [{"at": "289m", "call": "PATCH /projects/{p[0]}/endpoints/{p[0].main.read_write}",
+                     "body": {"endpoint": {"pooler_enabled": True}}}]}
+    scenario = parse_scenario(doc)
+    fleet = runner.run_scenario(scenario).computes[0]
+    engine = runner.run_scenario(scenario, kernel=False).computes[0]
+    counts = ("sessions", "refused", "queued", "queue_timeouts")
+    assert [getattr(fleet, n) for n in counts] == [getattr(engine, n) for n in counts]
+    assert fleet.queued == 2437

@@ -137,7 +137,12 @@ CASES: list[tuple[dict[str, Any], str, str]] = [
      "unknown key here; it belongs at projects[*].branches[*].computes[*].workload."
      "cpu_per_session"),
     ({"duration": "2 days"}, "duration", "bad duration '2 days'"),
-    ({"duration": 0}, "duration", "must be a duration > 0"),
+    ({"duration": "0s"}, "duration", "must be a duration > 0"),
+    # a bare number is a run of seconds to the parser and of days to a planner: refused
+    ({"duration": 30}, "duration", '30 has no unit: write the run\'s length with one, e.g. '
+     '"30d", "30h", "30m" or "30s"'),
+    ({"duration": "30"}, "duration", "30 has no unit"),
+    ({"duration": 1.5}, "duration", '"1.5d"'),
     ({"name": DELETE}, "name", "required"),
     ({"projects": []}, "projects", "should have at least 1 item(s), got 0"),
     ({"projects.0.name": "Shop"}, "projects[0].name", "should match"),
