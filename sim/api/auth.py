@@ -86,8 +86,8 @@ def list_integrations(project_id: str, server: Server, key: Key):
                          for item in cp.auth.list_integrations(project_id)]}
 
 
-#: the service's former name for itself, as a state file written before may hold it
-_OWNED_BY = {"svc": "neon"}
+#: the official document's name for the service, as a state file written before may hold it
+_OWNED_BY = {"neon": "svc"}
 
 
 @router.post("/projects/auth/keys", status_code=201, response_model=IntegrationOut)

@@ -44,12 +44,11 @@ def documented_fields(model: str) -> dict[str, Any]:
 
 
 def as_json_schema(shape: dict[str, Any]) -> dict[str, Any]:
-    """A shape as JSON Schema for the server's own OpenAPI document: objects closed to
-    fields they do not list, as the server checks them."""
+    """A shape as JSON Schema for the server's own OpenAPI document: objects open, as
+    the official document's are (the server ignores what they do not list)."""
     out = {k: v for k, v in shape.items() if k != "nullable"}
     if "properties" in out:
         out["properties"] = {k: as_json_schema(v) for k, v in out["properties"].items()}
-        out.setdefault("additionalProperties", False)
     if isinstance(out.get("additionalProperties"), dict):
         out["additionalProperties"] = as_json_schema(out["additionalProperties"])
     if "items" in out:

@@ -103,13 +103,13 @@ def test_a_role_that_cannot_log_in_gets_no_password(api: SimClient,
     assert normal["password"].startswith("npg_")
 
 
-def test_integrations_are_owned_by_neon_until_transferred(api: SimClient,
+def test_integrations_are_owned_by_svc_until_transferred(api: SimClient,
                                                           world: dict[str, str]) -> None:
     r = api.post("projects/auth/create", json={"project_id": world["p"], "branch_id": world["b"],
                                                 "auth_provider": "stack"})
     assert r.status_code == 201, r.text
     listed = api.get(f"projects/{world['p']}/auth/integrations").json()["data"]
-    assert [i["owned_by"] for i in listed] == ["neon"]
+    assert [i["owned_by"] for i in listed] == ["svc"]  # the seed's value, not the document's
 
 
 def test_api_keys_show_when_they_were_last_used(api: SimClient) -> None:

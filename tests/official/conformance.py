@@ -190,6 +190,9 @@ def simulator_rules_win(doc: dict[str, Any]) -> None:
     schemas = doc["components"]["schemas"]
     # deleting a project records a delete_tenant operation
     schemas["OperationAction"]["enum"].append("delete_tenant")
+    # an integration the service manages is owned by `svc`, as the specification's seed
+    # names the service (beside `svc_auth` and `svcdb`); the document's enum says `neon`
+    schemas["NeonAuthProviderProjectOwnedBy"]["enum"].append("svc")
 
 
 def _name_discriminated_forms(doc: dict[str, Any]) -> None:
