@@ -58,7 +58,8 @@ class Departure:
     message: re.Pattern[str]
 
 
-#: the one list: each matches the answer's status and the start of its message
+#: the one list: each matches the answer's status and its message; docs/api.md gives each
+#: its source (the real service's documented behaviour, or the specification's)
 DEPARTURES = (
     # compute sizes: the sizes the real service offers (its compute-size documentation)
     Departure(400, re.compile(r"CU is not a valid size|autoscaling_limit_")),
@@ -67,15 +68,30 @@ DEPARTURES = (
     # a compute lives in its project's region
     Departure(400, re.compile(r"region_id: .*project's region")),
     # a cursor is a position: one the simulator did not hand out names none
-    Departure(400, re.compile(r"cursor: must be (a timestamp returned by|pagination.next of) "
-                              r"a previous page")),
-    # consumption history: a `from` beyond the granularity's reach, as the document says
-    Departure(406, re.compile(r"from: ")),
-    # points in time must fall within the restore window (the real service's message)
+    Departure(400, re.compile(r"cursor: must be (a timestamp returned by|pagination.next of|"
+                              r"the cursor of) a previous page")),
+    # consumption history: the reach of each granularity, and a range that ends before it
+    # starts (the document's 406); `metrics` among the names its descriptions support
+    Departure(406, re.compile(r"^(from|to): ")),
+    Departure(400, re.compile(r"^metrics: ")),
+    # points in time within the restore window; an LSN in Postgres's form
     Departure(400, re.compile(r"(parent_timestamp|parent_lsn|source_timestamp|source_lsn|"
-                              r"timestamp|lsn): .*(history window|in the future)")),
-    # a branch's time to live: at most 30 days ahead
-    Departure(400, re.compile(r"expires_at: .*30 days")),
+                              r"timestamp|lsn): (is in the future|lies outside the history|"
+                              r"is beyond the branch's last LSN|must be an LSN)")),
+    # a branch's time to live, and a snapshot's: in the future, at most 30 days ahead
+    Departure(400, re.compile(r"expires_at: must be (in the future|at most 30 days ahead)")),
+    # a backup schedule's frequency: the five the document's description lists
+    Departure(400, re.compile(r"frequency: ")),
+    # managed auth, as the specification states it: the one provider `stack`; OAuth
+    # credentials both or neither; a standard email server's SMTP settings
+    Departure(400, re.compile(r"auth_provider: must be one of \['stack'\]")),
+    Departure(400, re.compile(r"client_id|client_secret")),
+    Departure(400, re.compile(r"^(host|port|sender_email|sender_name|username|password): ")),
+    Departure(400, re.compile(r"^domains: ")),
+    # role, database and branch names: Postgres identifiers of 1 to 63 bytes; branch names
+    # of 1 to 256 characters (the document's bound on a new project's branch)
+    Departure(400, re.compile(r"(^|\.)(name|owner_name|database_name|role_name): .*"
+                              r"(non-empty|1 to)")),
 )
 
 
@@ -252,6 +268,13 @@ def fuzzed_cases(operation: Any, examples: int, world_of: Any) -> Iterator[tuple
     yield from drawn
 
 
+def survey_key(server: Any) -> dict[str, str]:
+    """The authorization header of the survey: a personal key that is not the world's key
+    `1`, which the cases may revoke (`DELETE /api_keys/1`) without silencing the rest."""
+    server.add_personal_key()  # key 1: the one the cases name
+    return {"authorization": f"Bearer {server.add_personal_key().secret}"}
+
+
 def survey(examples: int, coverage: int | None = None) -> dict[str, Any]:
     """Cases per operation, failures by check, and the first message of each failing pair."""
     from sim.api import create_app
@@ -259,7 +282,7 @@ def survey(examples: int, coverage: int | None = None) -> dict[str, Any]:
     from tests.reliability.conftest import SEED, build_world
 
     server = SimServer(seed=SEED)
-    auth = {"authorization": f"Bearer {server.add_personal_key().secret}"}
+    auth = survey_key(server)
     app = create_app(server)
     schema = official_schema(app)
     cases: Counter[str] = Counter()
@@ -288,6 +311,9 @@ def _tally(label: str, case: Any, response: Any, changed: bool, auth: dict[str, 
            failures: Counter[tuple[str, str]], first: dict[tuple[str, str], str],
            refused: Counter[str], departed: Counter[str]) -> None:
     cases[label] += 1
+    if response.status_code == 401 and case.meta.generation.mode == GenerationMode.POSITIVE:
+        failures[(label, "authenticated")] += 1  # the survey's key must hold throughout
+        first.setdefault((label, "authenticated"), response.text[:300])
     if case.meta.generation.mode == GenerationMode.POSITIVE and 400 <= response.status_code < 500 \
             and response.status_code not in (401, 403, 404, 409, 423, 429):
         try:
@@ -316,8 +342,8 @@ def report(found: dict[str, Any], examples: int, coverage: int | None) -> str:
     lines = [f"{sum(cases.values())} cases over {len(cases)} operations (coverage phase: "
              f"{'all' if coverage is None else f'at most {coverage}'} cases, fuzzing: "
              f"{examples} examples each)"]
-    for check in ALL_CHECKS:
-        lines.append(f"  {by_check[check.__name__]:>6} failing {check.__name__}")
+    for name in [c.__name__ for c in ALL_CHECKS] + ["authenticated"]:
+        lines.append(f"  {by_check[name]:>6} failing {name}")
     refused, departed = found["refused"], found["departed"]
     lines.append(f"  {sum(refused.values()):>6} documented requests refused, "
                  f"{sum(departed.values())} more by a rule docs/api.md justifies")

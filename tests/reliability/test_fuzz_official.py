@@ -35,6 +35,7 @@ from tests.official.conformance import (
     fuzzed_cases,
     official_schema,
     pinned,
+    survey_key,
 )
 from tests.reliability.conftest import SEED, THOROUGH, Figures, build_world
 from tests.reliability.test_fuzz_api import assert_error_body
@@ -43,7 +44,7 @@ COVERAGE = int(os.environ.get("SIM_OFFICIAL_COVERAGE") or (12 if THOROUGH else 4
 EXAMPLES = int(os.environ.get("SIM_OFFICIAL_EXAMPLES") or (12 if THOROUGH else 4))
 
 SERVER = SimServer(seed=SEED)
-AUTH = {"authorization": f"Bearer {SERVER.add_personal_key().secret}"}
+AUTH = survey_key(SERVER)
 APP = create_app(SERVER)
 WORLD = build_world(SERVER)
 try:
@@ -67,6 +68,7 @@ def test_served_operations_conform_to_the_official_document(operation: Any,
             failures.append(f"{check} ({case.meta.generation.mode.value}): {why}")
         if 400 <= response.status_code < 500 and response.status_code != 405:
             assert_error_body(response)
+        assert response.status_code != 401, response.text  # the key holds throughout
         figures.fuzzed[label] += 1
         if response.status_code < 300:
             figures.fuzzed_ok[label] += 1
