@@ -84,11 +84,13 @@ def create_snapshot(
     name: Annotated[str | None, Query()] = None,
     expires_at: Annotated[str | None, Query(description="when it is deleted")] = None,
 ):
-    """A snapshot of the branch at its head, a timestamp or an LSN."""
+    """A snapshot of the branch at its head, a timestamp or an LSN. An empty query value
+    (`lsn=`) is one not given, as a form leaves an empty field."""
+    given = {k: v or None for k, v in (("name", name), ("timestamp", timestamp), ("lsn", lsn),
+                                       ("expires_at", expires_at))}
     with server.world() as cp:
         key.project(cp, project_id)
-        snap, ops = cp.create_snapshot(project_id, branch_id, name=name, timestamp=timestamp,
-                                       lsn=lsn, expires_at=expires_at)
+        snap, ops = cp.create_snapshot(project_id, branch_id, **given)
         return {"snapshot": snapshot_out(cp, snap), "operations": ser.operations(cp, ops)}
 
 

@@ -271,7 +271,7 @@ def create_org_api_key(org_id: OrgId, body: OrgApiKeyCreateRequest, server: Serv
 
 @router.delete("/organizations/{org_id}/api_keys/{key_id}", tags=["api keys"],
                response_model=OrgApiKeyRevoked, responses=error_docs(403, 404), **OUT)
-def revoke_org_api_key(org_id: OrgId, key_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
+def revoke_org_api_key(org_id: OrgId, key_id: Annotated[int, Path(ge=-(2**63), le=2**63 - 1)],
                        server: Server, key: Key):
     """Revoke one of the organization's keys, at once and for good."""
     organization_of(key, org_id)

@@ -78,6 +78,9 @@ DEPARTURES = (
     Departure(400, re.compile(r"(parent_timestamp|parent_lsn|source_timestamp|source_lsn|"
                               r"timestamp|lsn): (is in the future|lies outside the history|"
                               r"is beyond the branch's last LSN|must be an LSN)")),
+    # a snapshot at a timestamp or at an LSN: the document says one "cannot be used with" the
+    # other
+    Departure(400, re.compile(r"lsn: give timestamp or lsn, not both")),
     # a branch's time to live, and a snapshot's: in the future, at most 30 days ahead
     Departure(400, re.compile(r"expires_at: must be (in the future|at most 30 days ahead)")),
     # a backup schedule's frequency: the five the document's description lists
