@@ -38,7 +38,9 @@ PROVIDER_APP = {"stack": "https://app.stack-auth.sim"}
 class OwnedBy(StrEnum):
     """Who owns the provider project (the design notes: `user` once a transfer is confirmed)."""
 
-    SERVICE = "neon"  # the service (the official document's word for it)
+    # the service itself, as the specification's seed names it (beside `svc_auth` and
+    # `svcdb`); the official document's enum says `neon` (docs/api.md lists the departure)
+    SERVICE = "svc"
     USER = "user"
 
 

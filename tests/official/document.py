@@ -133,7 +133,8 @@ class Document:
         if "oneOf" in schema or "anyOf" in schema:
             out["oneOf"] = [self.shape(s, depth + 1) for s in schema.get("oneOf", schema.get("anyOf"))]
         for k in ("type", "enum", "nullable", "format", "pattern", "minimum", "maximum",
-                  "minLength", "maxLength", "minItems", "maxItems", "required"):
+                  "minLength", "maxLength", "minItems", "maxItems", "minProperties",
+                  "maxProperties", "required"):
             if k in schema:
                 out[k] = schema[k]
         if "properties" in schema:
