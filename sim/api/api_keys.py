@@ -102,7 +102,7 @@ def create_api_key(body: ApiKeyCreateRequest, server: Server, key: Key):
 
 
 @router.delete("/api_keys/{key_id}", response_model=ApiKeyRevoked, responses=error_docs(403, 404))
-def revoke_api_key(key_id: Annotated[int, Path(ge=-(2**63), le=2**63 - 1)], server: Server, key: Key):
+def revoke_api_key(key_id: Annotated[int, Path(ge=1, le=2**63 - 1)], server: Server, key: Key):
     """Revoke a key, at once and for good (404: no accepted key has this id)."""
     _manager(key)
     personal = any(r.id == key_id and r.kind is KeyKind.PERSONAL

@@ -36,7 +36,6 @@ from sim.api import (
     projects,
     recovery,
     roles,
-    unmodelled,
     users,
 )
 from sim.api.server import SimServer
@@ -107,7 +106,6 @@ def create_app(server: SimServer) -> FastAPI:
     app.include_router(orgs.router)
     app.include_router(org_admin.router)
     app.include_router(permissions.router)
-    app.include_router(unmodelled.router)
     app.include_router(console.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

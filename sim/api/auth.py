@@ -29,7 +29,7 @@ from typing import Annotated
 from fastapi import Query, Response
 
 from sim.api.computes import OUT
-from sim.api.deps import OPTIONAL_BODY, Key, Server, given
+from sim.api.deps import Key, Server, given
 from sim.api.errors import ERRORS, error_docs
 from sim.api.routing import sim_router
 from sim.api.schemas_auth import (
@@ -86,8 +86,8 @@ def list_integrations(project_id: str, server: Server, key: Key):
                          for item in cp.auth.list_integrations(project_id)]}
 
 
-#: the official document's name for the service, as a state file written before may hold it
-_OWNED_BY = {"neon": "svc"}
+#: the service's former name for itself, as a state file written before may hold it
+_OWNED_BY = {"svc": "neon"}
 
 
 @router.post("/projects/auth/keys", status_code=201, response_model=IntegrationOut)
@@ -107,8 +107,7 @@ def transfer_ownership(body: AuthProjectRequest, server: Server, key: Key):
         return {"url": cp.auth.transfer_ownership(body.project_id, body.auth_provider)}
 
 
-@router.delete(P + "/integration/{auth_provider}", response_model=EmptyOut,
-               dependencies=OPTIONAL_BODY)
+@router.delete(P + "/integration/{auth_provider}", response_model=EmptyOut)
 def delete_integration(
     project_id: str, auth_provider: str, server: Server, key: Key,
     delete_data: Annotated[bool | None, Query(

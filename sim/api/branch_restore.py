@@ -9,7 +9,7 @@ from fastapi import Query
 
 from sim.api import serialize as ser
 from sim.api.computes import OUT
-from sim.api.deps import OPTIONAL_BODY, Key, Server
+from sim.api.deps import Key, Server
 from sim.api.errors import ERRORS, STATE_ERRORS
 from sim.api.routing import sim_router
 from sim.api.schemas import BranchOperations
@@ -61,7 +61,7 @@ def restore_branch(project_id: str, branch_id: str, body: BranchRestoreRequest,
 
 
 @router.post(BRANCH + "/finalize_restore", tags=["branches"], response_model=OperationsOut,
-             responses=STATE_ERRORS, dependencies=OPTIONAL_BODY, **OUT)
+             responses=STATE_ERRORS, **OUT)
 def finalize_restore(project_id: str, branch_id: str, server: Server, key: Key,
                      body: FinalizeRestoreRequest | None = None):
     """Put a branch restored from a snapshot in its target's place: the target is renamed
@@ -84,13 +84,11 @@ def create_snapshot(
     name: Annotated[str | None, Query()] = None,
     expires_at: Annotated[str | None, Query(description="when it is deleted")] = None,
 ):
-    """A snapshot of the branch at its head, a timestamp or an LSN. An empty query value
-    (`lsn=`) is one not given, as a form leaves an empty field."""
-    given = {k: v or None for k, v in (("name", name), ("timestamp", timestamp), ("lsn", lsn),
-                                       ("expires_at", expires_at))}
+    """A snapshot of the branch at its head, a timestamp or an LSN."""
     with server.world() as cp:
         key.project(cp, project_id)
-        snap, ops = cp.create_snapshot(project_id, branch_id, **given)
+        snap, ops = cp.create_snapshot(project_id, branch_id, name=name, timestamp=timestamp,
+                                       lsn=lsn, expires_at=expires_at)
         return {"snapshot": snapshot_out(cp, snap), "operations": ser.operations(cp, ops)}
 
 
@@ -120,7 +118,7 @@ def delete_snapshot(project_id: str, snapshot_id: str, server: Server, key: Key)
 
 
 @router.post(SNAPSHOT + "/restore", tags=["snapshots"], response_model=SnapshotRestored,
-             responses=STATE_ERRORS, dependencies=OPTIONAL_BODY, **OUT)
+             responses=STATE_ERRORS, **OUT)
 def restore_snapshot(
     project_id: str, snapshot_id: str, server: Server, key: Key,
     body: SnapshotRestoreRequest | None = None,

@@ -78,8 +78,8 @@ def frames(cp: ControlPlane, start: datetime, end: datetime, granularity: str
     """The time frames of `granularity` from `start` (rounded down) that begin before
     `end` and before now; 406 when `start` lies beyond the granularity's reach."""
     start, end = _as_utc(start), _as_utc(end)
-    if end < start:  # a range the document answers with 406, as one beyond the reach
-        raise ApiError(406, "NOT_ACCEPTABLE", "to: must not be before from", "to")
+    if end <= start:  # a range the document answers with 406, as one beyond the reach
+        raise ApiError(406, "NOT_ACCEPTABLE", "to: must be after from", "to")
     now = cp.clock.instant(cp.now)
     first = _floor(start, granularity)
     if first < HISTORY_START:

@@ -10,7 +10,6 @@ from pydantic import BaseModel
 
 from sim.api.keys import ApiKey
 from sim.api.server import SimServer
-from sim.rules.errors import invalid
 
 _bearer = HTTPBearer(auto_error=False, description="authorization: Bearer <API key>")
 
@@ -27,16 +26,6 @@ async def authenticate(
     # the raw header, so a malformed one gets a precise 401 message
     return server.authenticate(request.headers.get("authorization"))
 
-
-async def no_null_body(request: Request) -> None:
-    """A route whose body may be left out takes no body or an object, never the JSON
-    `null`: the document's request bodies are objects, and none of them is nullable."""
-    if (await request.body()).strip() == b"null":
-        raise invalid("body", "must be a JSON object, not null")
-
-
-#: for the routes whose body is optional
-OPTIONAL_BODY = [Depends(no_null_body)]
 
 Server = Annotated[SimServer, Depends(get_server)]
 Key = Annotated[ApiKey, Depends(authenticate)]

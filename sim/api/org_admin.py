@@ -150,15 +150,6 @@ def list_vpc_endpoints(org_id: OrgId, key: Key):
     return {"endpoints": []}
 
 
-@router.get("/projects/{project_id}/vpc_endpoints", tags=["projects"],
-            response_model=VPCEndpointsResponse, **OUT)
-def list_project_vpc_endpoints(project_id: str, server: Server, key: Key):
-    """None: the simulator has no private networking (`neonctl vpc project list`)."""
-    with server.world() as cp:
-        key.project(cp, project_id)
-    return {"endpoints": []}
-
-
 @router.get("/organizations/{org_id}/vpc/region/{region_id}/vpc_endpoints",
             response_model=VPCEndpointsResponse, **OUT)
 def list_region_vpc_endpoints(org_id: OrgId, region_id: Annotated[str, Path()], server: Server,

@@ -38,7 +38,7 @@ from sim.api.keys import ORG_ID, ApiKey, KeyKind, KeyRecord
 from sim.api.routing import sim_router
 from sim.api.schemas import Body
 from sim.engine.model import USER_ID
-from sim.rules.errors import conflict, forbidden, not_found
+from sim.rules.errors import forbidden, not_found
 
 router = sim_router(prefix="/api/v2", tags=["organizations"], responses=ERRORS)
 
@@ -204,40 +204,6 @@ def get_member(org_id: OrgId, member_id: uuid.UUID, server: Server, key: Key):
     return _member(server)
 
 
-class MemberUpdateRequest(Body):
-    role: Literal["admin", "member", "editor", "viewer", "collaborator"]
-
-
-class EmptyOut(BaseModel):
-    pass
-
-
-def _the_member(org_id: str, member_id: uuid.UUID, key: ApiKey) -> None:
-    organization_of(key, org_id)
-    if str(member_id) != MEMBER_ID:
-        raise not_found("member", str(member_id), "member_id")
-
-
-@router.patch("/organizations/{org_id}/members/{member_id}", response_model=Member, **OUT)
-def update_member(org_id: OrgId, member_id: uuid.UUID, body: MemberUpdateRequest,
-                  server: Server, key: Key):
-    """The one member is the organization's only admin: it stays admin (an organization
-    keeps at least one admin, as the real service requires)."""
-    _the_member(org_id, member_id, key)
-    if body.role != "admin":
-        raise conflict("role", "the organization's only admin cannot change role: an "
-                               "organization keeps at least one admin")
-    return _member(server)
-
-
-@router.delete("/organizations/{org_id}/members/{member_id}", response_model=EmptyOut, **OUT)
-def remove_member(org_id: OrgId, member_id: uuid.UUID, server: Server, key: Key):
-    """Refused: the one member is the organization's only admin."""
-    _the_member(org_id, member_id, key)
-    raise conflict("member_id", "the organization's only admin cannot be removed: an "
-                                "organization keeps at least one admin")
-
-
 @router.get("/auth", tags=["users"], response_model=AuthDetails, **OUT)
 def auth_details(key: Key):
     """What the key is: the user's own (`api_key_user`) or the organization's (`api_key_org`,
@@ -271,7 +237,7 @@ def create_org_api_key(org_id: OrgId, body: OrgApiKeyCreateRequest, server: Serv
 
 @router.delete("/organizations/{org_id}/api_keys/{key_id}", tags=["api keys"],
                response_model=OrgApiKeyRevoked, responses=error_docs(403, 404), **OUT)
-def revoke_org_api_key(org_id: OrgId, key_id: Annotated[int, Path(ge=-(2**63), le=2**63 - 1)],
+def revoke_org_api_key(org_id: OrgId, key_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
                        server: Server, key: Key):
     """Revoke one of the organization's keys, at once and for good."""
     organization_of(key, org_id)

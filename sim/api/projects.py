@@ -12,7 +12,7 @@ from fastapi import Query
 
 from sim.api import serialize as ser
 from sim.api.computes import OUT
-from sim.api.deps import OPTIONAL_BODY, Key, Server, given
+from sim.api.deps import Key, Server, given
 from sim.api.errors import ERRORS, STATE_ERRORS, error_docs
 from sim.api.routing import sim_router
 from sim.api.schemas import (
@@ -147,8 +147,6 @@ def list_shared_projects(
     limit: Annotated[int, Query(ge=1, le=MAX_PROJECTS_PAGE)] = DEFAULT_PROJECTS_PAGE,
     cursor: Annotated[str | None, Query()] = None,
     search: Annotated[str | None, Query()] = None,
-    timeout: Annotated[int | None, Query(ge=100, le=30_000, description=(
-        "milliseconds the real service may spend; checked, not needed here"))] = None,
 ):
     """Projects other accounts shared with the key's user: the simulator has no sharing,
     so none (declared before /projects/{project_id}, which would read `shared` as an id)."""
@@ -205,8 +203,7 @@ def branch_history(cp: ControlPlane, project: Project, parent_id: str | None,
 
 
 @router.post("/projects/{project_id}/branches", status_code=201, tags=["branches"],
-             response_model=BranchCreated, responses=STATE_ERRORS, dependencies=OPTIONAL_BODY,
-             **OUT)
+             response_model=BranchCreated, responses=STATE_ERRORS, **OUT)
 def create_branch(project_id: str, server: Server, key: Key,
                   body: BranchCreateRequest | None = None):
     """A branch (create_branch) with the computes listed in `endpoints`."""

@@ -84,8 +84,10 @@ def reveal_password(project_id: str, branch_id: str, role_name: str, server: Ser
 
 router.get(ROLE + "/reveal_password", tags=["roles"], response_model=RolePasswordResponse,
            **OUT)(reveal_password)
-# the official Python client (neon-api) asks with POST, which the official document does
-# not have: 405, as the real service answers it
+# the official Python client (neon-api) asks with POST: the same read, served but left out
+# of the OpenAPI document (the official document has only the GET)
+router.post(ROLE + "/reveal_password", tags=["roles"], response_model=RolePasswordResponse,
+            include_in_schema=False, **OUT)(reveal_password)
 
 
 @router.post(ROLE + "/reset_password", tags=["roles"], response_model=RoleOperations,

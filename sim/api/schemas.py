@@ -1,9 +1,8 @@
 """Request and response bodies of the API, as pydantic models: the OpenAPI document.
 
-Requests take values in their JSON types only (no "5" for 5); fields of the
-official document that a model does not declare are accepted, checked and
-kept (`documented`), and fields neither has are ignored, named in the
-server's log at warning level (the document's objects are open). They check shapes, never the
+Requests refuse unknown fields and take values in their JSON types only (no
+"5" for 5); fields of the official document that a model does not declare
+are accepted, checked and kept (`documented`). They check shapes, never the
 rules of the specification: sizes, timeouts, states and the one-primary rule are the
 engine's, so a value of the right type always reaches the control plane,
 which accepts it or says why not.
@@ -13,7 +12,6 @@ models), so real clients parse every answer.
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated, Any
 
 from pydantic import (
@@ -33,15 +31,11 @@ from sim.api.documented import ShapeError, as_json_schema, check, documented_fie
 from sim.rules.operations import Action
 from sim.rules.states import ComputeState, ComputeType, OperationStatus
 
-log = logging.getLogger("sim.api")
-
 Number = Annotated[float, Field(strict=True)]  # a JSON number (integers too), never a string
 
 
 class Body(BaseModel):
-    # open, as the official document's objects are: `_documented_fields` drops and logs
-    # what neither the model nor the document lists
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
     # a default, not a factory: pydantic inspects a factory's signature on every model made
     _documented: dict[str, Any] = PrivateAttr(default={})  # (copied for each)
 
@@ -49,15 +43,9 @@ class Body(BaseModel):
     @classmethod
     def _documented_fields(cls, data: Any, handler: Any) -> Any:
         # the document's fields this model does not declare are set aside, checked and
-        # kept; fields neither lists are dropped and logged (the document's objects are
-        # open, and a typo must still show somewhere)
+        # kept; whatever is left goes through the model, which refuses unknown fields
         known = documented_fields(cls.__name__)
-        ignored: list[str] = []
-        if isinstance(data, dict):
-            declared = {f.alias or name for name, f in cls.model_fields.items()}
-            ignored = sorted(k for k in data if k not in declared and k not in known)
-            data = {k: v for k, v in data.items() if k not in ignored}
-            # null only where the document says a field is nullable
+        if isinstance(data, dict):  # null only where the document says a field is nullable
             for name, value in data.items():
                 if value is None and not known.get(name, {}).get("nullable"):
                     raise PydanticCustomError("documented_field", "{reason}",
@@ -68,17 +56,15 @@ class Body(BaseModel):
             for name in [k for k in data if k in known and k not in declared]:
                 try:
                     _check_unicode(data[name])
-                    kept[name] = check(data[name], known[name], name, ignored)
+                    check(data[name], known[name], name)
                 except ShapeError as e:
                     raise PydanticCustomError("documented_field", "{reason}",
                                               {"field": e.path, "reason": e.reason}) from None
                 except ValueError as e:
                     raise PydanticCustomError("documented_field", "{reason}",
                                               {"field": name, "reason": str(e)}) from None
+                kept[name] = data[name]
             data = {k: v for k, v in data.items() if k not in kept}
-        if ignored:
-            log.warning("%s: ignored fields the document does not list: %s", cls.__name__,
-                        ", ".join(ignored))
         model = handler(data)
         model._documented = kept
         return model
@@ -191,7 +177,7 @@ class DefaultEndpointSettings(Body):
 
 
 class ProjectBranch(Body):
-    name: Annotated[StrictStr, Field(min_length=1, max_length=256)] | None = None
+    name: StrictStr | None = None
     role_name: StrictStr | None = Field(None, description="owner role (default neondb_owner)")
     database_name: StrictStr | None = Field(None, description="database (default neondb)")
 

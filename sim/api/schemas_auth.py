@@ -128,8 +128,8 @@ class IntegrationItemOut(Out):
     branch_id: str
     db_name: str
     created_at: str
-    owned_by: Literal["svc", "user"] = Field(
-        description="`svc` (managed by the service), `user` once transferred")
+    owned_by: Literal["neon", "user"] = Field(
+        description="`neon` (managed by the service), `user` once transferred")
     jwks_url: str
 
 

@@ -3,10 +3,7 @@ restore` call): the branch gets a new timeline from a source branch's head, a po
 time or an LSN, keeping its id, name and computes.
 
 - From its own history a branch needs `preserve_under_name`: its state before the
-  restore stays as a branch of that name (its children go with it), and that backup
-  becomes the restored branch's parent: the new timeline is taken from the old one, which
-  the backup now holds (as the real service documents it, and neonctl prints the parent
-  as the backup branch).
+  restore stays as a branch of that name (its children go with it).
 - From another branch (its parent: a reset), it becomes that branch's child again.
 - Operations: `create_timeline` for the new timeline (and `create_branch` for the
   preserved one); each running compute restarts on it, its sessions cut as a
@@ -79,16 +76,12 @@ class Restore:
                   at: float | None, preserve_under_name: str | None) -> list[Operation]:
         now = self.now
         ops: list[Operation] = []
-        backup = None
         if preserve_under_name is not None:
-            backup, made = self._preserve(project, branch, preserve_under_name)
-            ops.append(made)
+            ops.append(self._preserve(project, branch, preserve_under_name))
         kept = branch.documented
         for name in ("parent_timestamp", "parent_lsn", "restored_from", "restore_status"):
             kept.pop(name, None)
         point = now if at is None else at
-        if source.id == branch.id and backup is not None:
-            branch.parent_id = backup.id  # the old timeline, where the new one starts
         if source.id != branch.id:
             branch.parent_id = source.id
             branch.roles.clear()
@@ -108,7 +101,7 @@ class Restore:
         return ops
 
     def _preserve(self: ControlPlane, project: Project, branch: Branch, name: str
-                  ) -> tuple[Branch, Operation]:
+                  ) -> Operation:
         """The branch's state before the restore, kept as a branch named `name` that takes
         its children (the state they were made from)."""
         backup = self._add_branch(project, name, branch.parent_id)
@@ -121,7 +114,7 @@ class Restore:
         for child in self._children(branch):
             child.parent_id = backup.id
         self.branch_went_quiet(backup)
-        return backup, self.submit_project_op(project, Action.CREATE_BRANCH, backup.id)
+        return self.submit_project_op(project, Action.CREATE_BRANCH, backup.id)
 
     def _restart_on_new_timeline(self: ControlPlane, branch: Branch) -> list[Operation]:
         """Running computes restart (their sessions cut); idle ones wake onto it later."""

@@ -38,9 +38,7 @@ PROVIDER_APP = {"stack": "https://app.stack-auth.sim"}
 class OwnedBy(StrEnum):
     """Who owns the provider project (the design notes: `user` once a transfer is confirmed)."""
 
-    # the service itself, as the specification's seed names it (beside `svc_auth` and
-    # `svcdb`); the official document's enum says `neon` (docs/api.md lists the departure)
-    SERVICE = "svc"
+    SERVICE = "neon"  # the service (the official document's word for it)
     USER = "user"
 
 

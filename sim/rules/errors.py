@@ -62,11 +62,6 @@ def unsupported_state(reason: str, field: str | None = None) -> ApiError:
     return ApiError(422, "UNSUPPORTED_STATE", reason, field)
 
 
-def not_modelled(reason: str) -> ApiError:
-    """501: an operation of the real API that reads what the simulator does not hold."""
-    return ApiError(501, "NOT_MODELLED", reason)
-
-
 def locked(reason: str) -> ApiError:
     """423: another operation on the resource has not ended; safe to retry."""
     return ApiError(423, "LOCKED", reason)

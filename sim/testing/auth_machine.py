@@ -128,7 +128,7 @@ class Refusal:
 class MIntegration:
     provider_project_id: str
     keys: tuple[str, str]
-    owned_by: str = "svc"
+    owned_by: str = "neon"
     token: str | None = None
     users: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     oauth: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)

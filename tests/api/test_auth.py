@@ -72,7 +72,7 @@ def test_create_list_rotate_and_delete_an_integration(api: SimClient, ids: dict[
     assert set(item) == LIST_ITEM_KEYS
     assert item == {"auth_provider": "stack", "auth_provider_project_id": provider_project,
                     "branch_id": ids["branch_id"], "db_name": "svcdb",
-                    "created_at": item["created_at"], "owned_by": "svc",
+                    "created_at": item["created_at"], "owned_by": "neon",
                     "jwks_url": made["jwks_url"]}
     assert ISO.fullmatch(item["created_at"])
 
@@ -107,7 +107,7 @@ def test_transfer_ownership_then_confirm_in_the_browser(api: SimClient, ids: dic
     url = r.json()["url"]
     assert url.startswith("https://") and transfer_token_of(url)
     [item] = api.get(f"projects/{pid}/auth/integrations").json()["data"]
-    assert item["owned_by"] == "svc"  # nothing changes until the customer confirms
+    assert item["owned_by"] == "neon"  # nothing changes until the customer confirms
 
     r = api.sim("POST", "auth/confirm_transfer", json={"project_id": pid, "url": url})
     assert r.status_code == 200

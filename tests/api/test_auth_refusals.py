@@ -32,6 +32,8 @@ CASES: list[tuple[str, str, str, Any, Any, int, str | None]] = [
      {**ON_B, "auth_provider": "clerk", "branch_id": "{b_branch}"}, 400, "auth_provider"),
     ("create: no branch_id", "POST", "/api/v2/projects/auth/create", None, ON_B, 400,
      "branch_id"),
+    ("create: unknown field", "POST", "/api/v2/projects/auth/create", None,
+     {**ON_B, "branch_id": "{b_branch}", "region": "x"}, 400, "region"),
     ("create: branch_id as a number", "POST", "/api/v2/projects/auth/create", None,
      {**ON_B, "branch_id": 7}, 400, "branch_id"),
     ("create: empty database_name", "POST", "/api/v2/projects/auth/create", None,

@@ -95,7 +95,7 @@ def test_signups_grow_the_synced_table() -> None:
             branches = api.get(f"projects/{pid}/branches").json()["branches"]
             main = next(b["id"] for b in branches if b["name"] == "main")
             assert (item["branch_id"], item["db_name"], item["owned_by"]) == (
-                main, "svcdb", "svc")
+                main, "svcdb", "neon")
         seen = []
         for _ in range(3):
             api.advance(3600)

@@ -23,9 +23,6 @@ NOT_SERVED = {
     "project_permissions_revoke": "it sends DELETE .../permissions with a body, a route the "
                                   "official document does not have (it revokes with "
                                   "DELETE .../permissions/{permission_id}, which is served)",
-    "role_password_reveal": "it asks with POST .../reveal_password, which the official "
-                            "document does not have (405, as the real service answers it; "
-                            "the GET is served)",
 }
 
 
@@ -74,10 +71,7 @@ def test_every_served_method_of_neon_api(live: Live) -> None:
 
     roles = neon.roles(p, main.id).roles
     assert [r.name for r in roles] == ["neondb_owner"]
-    with pytest.raises(NeonAPIError, match="METHOD_NOT_ALLOWED"):
-        neon.role_password_reveal(p, main.id, "neondb_owner")
-    password = neon._neon._request("GET", f"projects/{p}/branches/{main.id}/roles/neondb_owner/"
-                                    "reveal_password")["password"]
+    password = neon.role_password_reveal(p, main.id, "neondb_owner").password
     uri = neon.connection_uri(p, database_name="neondb", role_name="neondb_owner").uri
     assert f":{password}@" in uri
     assert "-pooler." in neon.connection_uri(p, "neondb", "neondb_owner", pooled=True).uri

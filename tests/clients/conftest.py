@@ -158,7 +158,7 @@ def serve(tmp_path: Path) -> Iterator[Callable[[str], Served]]:
         http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30,
                             headers={"authorization": f"Bearer {KEY}"})
         started.append((proc, http, log))
-        for _ in range(2400):  # waiting for the server to listen (a loaded machine: minutes)
+        for _ in range(400):  # waiting for the server to listen
             if proc.poll() is not None:
                 raise RuntimeError((tmp_path / f"serve-{port}.log").read_text())
             try:

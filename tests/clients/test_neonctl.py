@@ -237,7 +237,6 @@ def test_the_lifecycle_commands(clock: str, npm_clients: NpmClients,
     served.settle(p)
     dev = neonctl("branches", "create", "--project-id", p, "--name", "dev")["branch"]["id"]
     served.settle(p)
-    before = served.in_days(0)  # an instant of dev's history, for the restore from itself
     neonctl("set-context", "--project-id", p, output="")
     for command in LIFECYCLE:
         if command[:2] == ["projects", "recover"]:
@@ -254,19 +253,3 @@ def test_the_lifecycle_commands(clock: str, npm_clients: NpmClients,
     snapshots = served.api("GET", f"projects/{p}/snapshots")["snapshots"]
     assert [s["name"] for s in snapshots] == ["s1"]
     assert served.api("GET", f"projects/{p}")["project"]["id"] == p  # recovered
-
-    # a restore from its own history: the preserved state becomes dev's parent, and
-    # neonctl prints that parent as the backup branch
-    restored = neonctl("branches", "restore", "dev", f"^self@{before}",
-                       "--preserve-under-name", "dev_old")
-    served.settle(p)
-    branches = {b["name"]: b for b in served.api("GET", f"projects/{p}/branches")["branches"]}
-    backup = branches["dev_old"]
-    assert branches["dev"]["parent_id"] == backup["id"]
-    assert branches["dev"]["parent_timestamp"] == before
-    assert set(restored) == {"restored_branch", "backup_branch"}, restored
-    assert (restored["restored_branch"]["id"], restored["restored_branch"]["parent_id"]) == \
-        (dev, backup["id"])
-    assert restored["restored_branch"]["last_reset_at"] == branches["dev"]["last_reset_at"]
-    assert (restored["backup_branch"]["id"], restored["backup_branch"]["name"]) == \
-        (backup["id"], "dev_old")

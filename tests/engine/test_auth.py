@@ -55,7 +55,7 @@ def test_list_integrations(cp, project):
     assert cp.auth.list_integrations(project[0]) == [{
         "auth_provider": "stack", "auth_provider_project_id": integ.auth_provider_project_id,
         "branch_id": project[1], "db_name": "app", "created_at": "2026-01-05T00:01:30Z",
-        "owned_by": "svc", "jwks_url": integ.jwks_url,
+        "owned_by": "neon", "jwks_url": integ.jwks_url,
     }]
 
 
@@ -190,7 +190,7 @@ def test_user_refusals(cp, project):
 def test_transfer_ownership(cp, pid):
     url = cp.auth.transfer_ownership(pid, "stack")
     assert url.startswith("https://app.stack-auth.sim/") and "?code=" in url
-    assert cp.auth.list_integrations(pid)[0]["owned_by"] == "svc"
+    assert cp.auth.list_integrations(pid)[0]["owned_by"] == "neon"
     refused(cp, 404, "token", cp.auth.confirm_transfer, pid, "wrong-code")
     cp.auth.confirm_transfer(pid, transfer_token_of(url))
     listed = cp.auth.list_integrations(pid)

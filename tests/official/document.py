@@ -133,8 +133,7 @@ class Document:
         if "oneOf" in schema or "anyOf" in schema:
             out["oneOf"] = [self.shape(s, depth + 1) for s in schema.get("oneOf", schema.get("anyOf"))]
         for k in ("type", "enum", "nullable", "format", "pattern", "minimum", "maximum",
-                  "minLength", "maxLength", "minItems", "maxItems", "minProperties",
-                  "maxProperties", "required"):
+                  "minLength", "maxLength", "minItems", "maxItems", "required"):
             if k in schema:
                 out[k] = schema[k]
         if "properties" in schema:
