@@ -71,8 +71,9 @@ class Recorder:
     #: when events are not recorded, per project id: the kernel's operations counted, and
     #: when its computes were on (`sim.engine.tallies`)
     operation_tallies: dict[str, OperationTally] = field(default_factory=dict)
-    #: the operations counted of the projects `settle` was told nothing leaves out
-    settled_tally: HourlyTally = field(default_factory=HourlyTally)
+    #: the operations counted of the projects `settle` was told nothing leaves out (None
+    #: until one is: a served world never settles a project, and its snapshots hold none)
+    settled_tally: HourlyTally | None = None
     settled: set[str] = field(default_factory=set)
     on_spans: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
     #: per template (`template_of`), per minute: nanoseconds on, as `minutes` for the fleet
@@ -124,6 +125,8 @@ class Recorder:
         the run, and a fleet has many projects)."""
         tally = self.operation_tallies.pop(project_id, None)
         if tally is not None:
+            if self.settled_tally is None:
+                self.settled_tally = HourlyTally()
             self.settled_tally.absorb(tally)
         self.settled.add(project_id)
 
@@ -382,7 +385,8 @@ def summarise_events(result: RunResult, rec: Recorder,
     ops = engine_ops.columns()
     total.add(ops["action"], ops["status"], ops["failures_count"], ops["created_s"],
               count_from_s)
-    total.absorb(rec.settled_tally)
+    if rec.settled_tally is not None:
+        total.absorb(rec.settled_tally)
     for p in result.projects:
         if p in rec.operation_tallies:
             total.absorb(rec.operation_tallies[p])

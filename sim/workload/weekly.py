@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -58,6 +58,10 @@ class Weekly(ArrivalProcess):
     process: ArrivalProcess
     factors: tuple[float, ...]
     start_week_offset_s: float = 0.0
+    #: derived in `__post_init__`: the process drawn at the top factor's rate (None: every
+    #: factor 0), and each day's share of it kept
+    _drawn: ArrivalProcess | None = field(init=False, repr=False, compare=False)
+    _keep: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         factors = tuple(check_number("weekly factor", v) for v in self.factors)

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.cli import build_parser, days, main
+from sim.cli import build_parser, main
+from sim.cli.run_text import days
 from sim.metrics.charts import chart_files
 from sim.metrics.io import read_run, result_files
 from sim.metrics.report import REPORT_FILE, SCENARIO_FILE

@@ -289,6 +289,7 @@ ROUTES: list[Route] = [
                       "retention_seconds": st.sampled_from([3600, 60])}), max_size=3)}))),
     # the simulator's controls (time moves only by small steps: timers stay interesting)
     route("/_sim", "GET clock"),
+    route("/_sim", "GET state"),
     route("/_sim", "POST advance", lambda pool: body_or_junk(st.fixed_dictionaries(
         {"seconds": st.sampled_from([0, 1, 5, 30, 301, -1, "5", 10**12])}))),
     route("/_sim", "POST connections", lambda pool: body_or_junk(st.fixed_dictionaries(

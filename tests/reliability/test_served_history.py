@@ -145,7 +145,7 @@ def test_a_snapshot_due_while_a_copy_still_writes_waits_for_it(tmp_path: Path,
     snapshots take longer to write than the rows between them would never have one. So the
     copy still writing lands first: never two at once, and a start after a crash replays
     fewer than twice `snapshot_every` rows."""
-    from sim.api import server as server_module
+    from sim.api import snapshot_fork
     from sim.api import snapshot
 
     copies: list[_SlowCopy] = []
@@ -155,7 +155,7 @@ def test_a_snapshot_due_while_a_copy_still_writes_waits_for_it(tmp_path: Path,
         copies.append(_SlowCopy(snapshot.dumps(world), poke))
         return copies[-1]
 
-    monkeypatch.setattr(server_module.snapshot_fork, "capture", capture)
+    monkeypatch.setattr(snapshot_fork, "capture", capture)  # the server reads it at a snapshot
     every = 3
     kept = Kept(tmp_path / "s.db", {"seed": SEED, "snapshot_every": every})
     for n in range(13):
